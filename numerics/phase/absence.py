@@ -67,10 +67,10 @@ def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: Solv
     if eig < 1.0:
         return True, (f"absent: the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so "
                       f"no {branch} branch leaves it")
-    return False, (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 "
-            f"here, so a {branch} branch leaves it, which the {branch} start did not reach (a finer --quadrature, or "
-            f"attnphase sweep --branch {branch} from another alpha, may reach it: near the branch's end its order "
-            f"parameter is small and a coarse rule's jumps hide it)")
+    return False, (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} "
+                   f">= 1 here, so a {branch} branch leaves it, which the {branch} start did not reach (a finer "
+                   f"--quadrature, or attnphase sweep --branch {branch} from another alpha, may reach it: near the "
+                   "branch's end its order parameter is small and a coarse rule's jumps hide it)")
 
 
 def beside_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> tuple[bool, str]:

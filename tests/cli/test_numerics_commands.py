@@ -411,7 +411,8 @@ def test_a_solve_that_fell_to_the_agnostic_point_where_the_branch_leaves_it_exit
     monkeypatch.setattr(se, "solve", lambda *a, **k: fell)
     assert main(argv + ["--json"]) == 1
     out = capsys.readouterr()
-    assert "(solver failure, not absence: the agnostic point's eigenvalue in m is mu = " in json.loads(out.out)["reason"]
+    reason = json.loads(out.out)["reason"]
+    assert "(solver failure, not absence: the agnostic point's eigenvalue in m is mu = " in reason
     assert "attnphase: warning: " in out.err
 
 
