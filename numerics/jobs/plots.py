@@ -7,6 +7,7 @@ import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -15,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
+from attnphase.display import with_error  # noqa: E402
 from attnphase.numerics.phase.continuation import BranchSweep  # noqa: E402
 from attnphase.numerics.phase.boundary_results import Boundaries, model_branches  # noqa: E402
 from attnphase.numerics.capabilities import is_scalar_form  # noqa: E402
@@ -247,10 +249,13 @@ def _branch_gaps(bx, first: Boundaries) -> None:
 
 def plot_branch_curves(
     sem: BranchSweep, pos: BranchSweep, eps_lin: float, alpha_c: float, alpha_l: float, path: str | Path, title: str,
-    alpha_max: float | None = None,
+    alpha_max: float | None = None, errors: dict | None = None,
 ):
     """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin, the axis ending at ``alpha_max``;
-    returns the Figure."""
+    the boundaries as vertical lines, each with a band of +- its standard error where ``errors`` (the row's
+    ``err_<boundary>``) has one; each sweep's points with their bars where it carries them (``BranchSweep.errors``),
+    else a note that they have none.  Returns the Figure."""
+    errors = errors or {}
     def arr(sw: BranchSweep, key: str) -> tuple[np.ndarray, np.ndarray]:
         # the grid points, then the points traced towards the branch's end (ordered along the branch)
         pts = sorted(sw.on_branch(), key=lambda p: -p.alpha) + list(sw.end.points)
@@ -268,6 +273,14 @@ def plot_branch_curves(
     for sw, c in ((sem, "tab:blue"), (pos, "tab:red")):
         a, y = arr(sw, "eps_g")
         ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch if a.size else None)
+        bars = {float(p.alpha): e.get("err_eps_g", math.nan) for p, e in zip(sw.points, sw.errors)}
+        err = np.array([bars.get(float(x), math.nan) for x in a])
+        if np.isfinite(err).any():
+            ax.errorbar(a, y, yerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=c, capsize=2,
+                        gid=f"bars_{sw.branch}")
+    if not any(np.isfinite(e.get("err_eps_g", math.nan)) for sw in (sem, pos) for e in sw.errors):
+        ax.text(0.02, 0.02, "points without error bars (the diagram's sweeps make none;\n`attnphase sweep` gives "
+                "each point's)", transform=ax.transAxes, fontsize=7, color="0.35", va="bottom", gid="no_point_bars")
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
     for ax, sw, key, color, label, fold, ylabel in (
@@ -297,16 +310,31 @@ def plot_branch_curves(
     for ax in axes.flat:
         for sw, color in ((sem, "tab:blue"), (pos, "tab:red")):
             if math.isfinite(sw.end.alpha):
+                err = errors.get(f"err_{sw.branch}_end", math.nan)
                 ax.axvline(sw.end.alpha, color=color, ls="--", lw=0.8,
-                           label=f"{sw.branch} end {sw.end.alpha:.3f} ({sw.end.kind})")
+                           label=f"{sw.branch} end {_at(sw.end.alpha, err)} ({sw.end.kind})")
+                _band(ax, sw.end.alpha, err, color, f"band_{sw.branch}_end")
         for a, color, name in ((alpha_c, "k", "c"), (alpha_l, "tab:green", "l")):
             if math.isfinite(a):
-                ax.axvline(a, color=color, ls=":", lw=1, label=rf"$\alpha_{name}$={a:.3f}")
+                err = errors.get(f"err_alpha_{name}", math.nan)
+                ax.axvline(a, color=color, ls=":", lw=1, label=rf"$\alpha_{name}$={_at(a, err)}")
+                _band(ax, a, err, color, f"band_alpha_{name}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[1]:
             ax.legend(fontsize=8)
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
-    fig.suptitle(title)
+    fig.suptitle(title + ("  (bands: +- 1 standard error)" if errors else ""))
     return saved(fig, path, dpi=120)
+
+
+def _at(x: float, err: float) -> str:
+    """A boundary as its legend gives it: ``x +- err`` rounded to the bar, or three decimals without one."""
+    return with_error(x, err) if math.isfinite(err) and err > 0 else f"{x:.3f}"
+
+
+def _band(ax: Any, x: float, err: float, color: str, gid: str) -> None:
+    """A vertical band of +- ``err`` around the boundary at ``x`` (nothing where the error is not finite)."""
+    if math.isfinite(err) and err > 0:
+        ax.axvspan(x - err, x + err, color=color, alpha=0.15, lw=0, gid=gid)

@@ -161,10 +161,12 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
         plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
         if curves is not None:
             pc = params.replace(omega=curves.omega)
+            at = [i for i, b in enumerate(rows) if b.omega == curves.omega]  # its row's error bars
             plot_branch_curves(curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
                                curves.alpha_c, curves.alpha_l, out / files[-1],
                                title=f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
-                               alpha_max=alpha_max_of([curves], alphas))
+                               alpha_max=alpha_max_of([curves], alphas),
+                               errors=errors[at[0]] if errors and at else None)
         meta = write_boundary_files(
             out, "phase_diagram", table, runs, [{"omega": b.omega} for b in rows], params, omegas, alphas, cfg,
             error_estimate, command, t0, "Phase diagram of dot-product attention: alpha_c, alpha_l "

@@ -127,6 +127,30 @@ def test_curves_figure_draws_the_refined_positional_branch_within_its_alpha_rang
     assert list(delta.get_xdata()) == [1.5, 2.0]
 
 
+def test_curves_figure_shows_the_boundaries_bars_and_says_its_points_have_none(tmp_path, branches) -> None:
+    # curves_omega0.3.png drew alpha_c, alpha_l and the ends as bare lines and its points without bars, and said
+    # nothing of either
+    from dataclasses import replace
+
+    sem, pos, _ = branches
+    errors = {"err_alpha_c": 0.01, "err_alpha_l": 0.02, "err_semantic_end": math.nan, "err_positional_end": 0.03}
+    fig = plot_branch_curves(sem, pos, 2e-3, 1.25, 1.5, tmp_path / "curves.png", title="t", alpha_max=3.0,
+                             errors=errors)
+    eps = fig.axes[0]
+    band = next(p for p in eps.patches if p.get_gid() == "band_alpha_c")
+    lo, hi = band.get_x(), band.get_x() + band.get_width()
+    assert lo == pytest.approx(1.24) and hi == pytest.approx(1.26)
+    assert not any(p.get_gid() == "band_semantic_end" for p in eps.patches)  # no bar: no band
+    labels = [t.get_text() for t in eps.get_legend().get_texts()]
+    assert r"$\alpha_c$=1.250 +- 0.010" in labels and "standard error" in fig._suptitle.get_text()
+    assert [t.get_gid() for t in eps.texts] == ["no_point_bars"] and not eps.containers
+    # a sweep that carries its points' bars draws them, and the note goes
+    with_bars = replace(sem, errors=tuple({"err_eps_g": 1e-5} for _ in sem.points))
+    fig = plot_branch_curves(with_bars, pos, 2e-3, 1.25, 1.5, tmp_path / "curves2.png", title="t", alpha_max=3.0)
+    assert len(fig.axes[0].containers) == 1  # the semantic points' error bars
+    assert not [t for t in fig.axes[0].texts if t.get_gid() == "no_point_bars"]
+
+
 def _heat_summary():
     heat = [{"alpha": a, "omega": w, "delta_e_t_mean": (a - 1 - w) * 1e-3} for a in (0.5, 1.0, 1.5, 2.0)
             for w in (0.2, 0.3, 0.4)]
