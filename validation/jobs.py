@@ -101,10 +101,11 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     th = {k: np.full((len(th_om), len(th_alpha), len(branches), len(proxes)), np.nan)
           for k in names + tuple(f"err_{k}" for k in names)}
     ai = {a: i for i, a in enumerate(th_alpha)}
-    alpha_c = np.full((len(th_om), len(proxes)), np.nan)
+    alpha_c, err_alpha_c = np.full((len(th_om), len(proxes)), np.nan), np.full((len(th_om), len(proxes)), np.nan)
     for t in theories:
         i = th_om.index(t.omega)
         alpha_c[i] = [t.alpha_c.get(prox, np.nan) for prox in proxes]
+        err_alpha_c[i] = [t.err_alpha_c.get(prox, np.nan) for prox in proxes]
         for (branch, prox), c in t.curves.items():
             if branch not in branches or prox not in proxes:
                 continue
@@ -116,6 +117,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     dv.update({f"err_theory_{k[4:]}" if k.startswith("err_") else f"theory_{k}":
                (("theory_omega", "theory_alpha", "branch", "prox"), v) for k, v in th.items()})
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
+    dv["err_theory_alpha_c"] = (("theory_omega", "prox"), err_alpha_c)
     coords["init"] = np.array(coords["init"], dtype=object)
     return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
 
@@ -141,6 +143,9 @@ def validation_variable(name: str) -> Variable | None:
                                   "not; NaN where no run was made"),
         "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error"),
         "theory_alpha_c": Variable("theory_alpha_c", "state-evolution alpha_c"),
+        "err_theory_alpha_c": Variable("err_theory_alpha_c", "standard error of state-evolution alpha_c",
+                                       comment="over the scrambling blocks of the rules (docs/method.md section 7); "
+                                       "NaN where none was made"),
     }
     if name in fixed:
         return fixed[name]

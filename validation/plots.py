@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.display import with_error
+
 from .agreement import _COMPARED, global_vs_local
 from .branch_segments import drawn_end, exists_at, existing_segments
 from .reference import _nan
@@ -128,7 +130,9 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
         if a.get_legend_handles_labels()[1]:
             a.legend(fontsize=8, loc="best")
     d = summary["plan"]["d"]
-    at = {k: "not found" if math.isnan(v) else f"{v:.3f}" for k, v in (("c", ac), ("l", al))}
+    bars = {k: _nan((th.get(f"err_alpha_{k}") or {}).get("global")) for k in ("c", "l")}
+    at = {k: "not found" if math.isnan(v) else with_error(v, bars[k]) if math.isfinite(bars[k]) else f"{v:.3f}"
+          for k, v in (("c", ac), ("l", al))}
     fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {at['c']} (dotted), alpha_l = {at['l']} "
                  f"(dash-dot)\neach theory branch is drawn where it exists; a tick on the alpha axis marks where it ends", fontsize=10)
     fig.tight_layout()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from attnphase.theory.params import ModelParams
@@ -91,8 +91,8 @@ class BranchCurve:
 @dataclass(frozen=True)
 class TheoryAtOmega:
     """Theory at one omega: ``eps_lin`` (docs/model.md section 5), ``{prox: alpha_c}`` (NaN outside the grid),
-    ``{prox: alpha_l}``, ``{prox: notes}`` of the numerics, ``{(branch, prox): BranchCurve}``, and the wall and CPU
-    seconds of the computation."""
+    ``{prox: alpha_l}``, ``{prox: notes}`` of the numerics, ``{(branch, prox): BranchCurve}``, the wall and CPU
+    seconds of the computation, and ``{prox: standard error}`` of alpha_c and alpha_l (NaN where none was made)."""
 
     omega: float
     eps_lin: float
@@ -102,6 +102,8 @@ class TheoryAtOmega:
     curves: dict[tuple[str, str], BranchCurve]
     seconds: float
     cpu_seconds: float = 0.0
+    err_alpha_c: dict[str, float] = field(default_factory=dict)
+    err_alpha_l: dict[str, float] = field(default_factory=dict)
 
     def curve(self, branch: str, prox: str) -> BranchCurve:
         return self.curves[(branch, prox)]
@@ -115,7 +117,9 @@ class TheoryAtOmega:
                 "curves": {f"{b}/{p}": {"end": _num(c.end), "records": [{k: _num(v) for k, v in r.items()}
                                                                          for r in c.records]}
                            for (b, p), c in self.curves.items()},
-                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds}
+                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
+                "err_alpha_c": {k: _num(v) for k, v in self.err_alpha_c.items()},
+                "err_alpha_l": {k: _num(v) for k, v in self.err_alpha_l.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TheoryAtOmega":
@@ -128,7 +132,9 @@ class TheoryAtOmega:
                    alpha_c={k: _nan(v) for k, v in data["alpha_c"].items()},
                    alpha_l={k: _nan(v) for k, v in data["alpha_l"].items()},
                    notes={k: tuple(v) for k, v in data["notes"].items()}, curves=curves,
-                   seconds=float(data.get("seconds", 0.0)), cpu_seconds=float(data.get("cpu_seconds", 0.0)))
+                   seconds=float(data.get("seconds", 0.0)), cpu_seconds=float(data.get("cpu_seconds", 0.0)),
+                   err_alpha_c={k: _nan(v) for k, v in data.get("err_alpha_c", {}).items()},
+                   err_alpha_l={k: _nan(v) for k, v in data.get("err_alpha_l", {}).items()})
 
 
 def _num(x: Any) -> Any:
@@ -225,11 +231,13 @@ def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Se
     t0, c0 = time.perf_counter(), time.process_time()
     alpha_c: dict[str, float] = {}
     alpha_l: dict[str, float] = {}
+    errors: dict[str, dict[str, float]] = {"alpha_c": {}, "alpha_l": {}}
     notes: dict[str, tuple[str, ...]] = {}
     curves: dict[tuple[str, str], BranchCurve] = {}
     for prox in boundaries:
         b = phase_boundaries(params, sorted(alphas), **settings.sweep_kwargs(prox, boundaries=True))
         alpha_c[prox], alpha_l[prox] = float(b.alpha_c), float(b.alpha_l)
+        errors["alpha_c"][prox], errors["alpha_l"][prox] = float(b.alpha_c_err), float(b.alpha_l_err)
         notes[prox] = tuple(getattr(b, "notes", ()))
         for branch in BRANCHES:
             curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings, getattr(b, branch, None))
@@ -238,4 +246,5 @@ def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Se
             curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings)
     return TheoryAtOmega(omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
                          notes=notes, curves=curves, seconds=time.perf_counter() - t0,
-                         cpu_seconds=time.process_time() - c0)
+                         cpu_seconds=time.process_time() - c0, err_alpha_c=errors["alpha_c"],
+                         err_alpha_l=errors["alpha_l"])

@@ -29,6 +29,11 @@ def _pmv(x: Any, err: Any) -> str:
     return "--" if _missing(x) else with_error(x, err)
 
 
+def _bounded(x: Any, err: Any) -> str:
+    """A boundary with its standard error (``value +- bar``), or to four decimals where it has none."""
+    return _pmv(x, err) if not _missing(err) else _f(x, ".4f")
+
+
 def _f(x: Any, fmt: str = ".4g") -> str:
     return "--" if _missing(x) else format(x, fmt)
 
@@ -68,8 +73,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
     ]
     for prox in th["alpha_c"]:
         sp = th["curves"].get(f"semantic/{prox}", {}).get("end")
-        lines.append(f"* {prox} prox: alpha_c = {_f(th['alpha_c'][prox], '.4f')}, alpha_l = "
-                     f"{_f(th['alpha_l'][prox], '.4f')}, semantic branch ends at alpha = {_f(sp, '.3f')}"
+        bars = {k: (th.get(f"err_{k}") or {}).get(prox) for k in ("alpha_c", "alpha_l")}
+        lines.append(f"* {prox} prox: alpha_c = {_bounded(th['alpha_c'][prox], bars['alpha_c'])}, alpha_l = "
+                     f"{_bounded(th['alpha_l'][prox], bars['alpha_l'])}, semantic branch ends at alpha = "
+                     f"{_f(sp, '.3f')}"
                      + (f" (notes: {'; '.join(th['notes'][prox])})" if th["notes"].get(prox) else ""))
     lines += ["", "## Headline", "",
               f"Agreement rule: |mean - theory| <= 2 sd/sqrt(n_runs) + {REL_TOL:.0%} |theory| (sd: the standard "

@@ -84,7 +84,8 @@ def _fake_theory(alphas, omega=0.3):
     curves = {("semantic", "global"): BranchCurve("semantic", "global", sem, 0.7),
               ("semantic", "local"): BranchCurve("semantic", "local", sem_local, 0.69),
               ("positional", "global"): BranchCurve("positional", "global", pos)}
-    return TheoryAtOmega(omega, 2e-3, {"global": 1.25}, {"global": 1.5}, {"global": ()}, curves, 1.0, 1.0)
+    return TheoryAtOmega(omega, 2e-3, {"global": 1.25}, {"global": 1.5}, {"global": ()}, curves, 1.0, 1.0,
+                         err_alpha_c={"global": 2.1e-4}, err_alpha_l={"global": math.nan})
 
 
 def test_report_files_and_bookkeeping(tmp_path):
@@ -146,6 +147,7 @@ def test_report_files_and_bookkeeping(tmp_path):
     assert "verdict" in full["headline"]["global_vs_local"][0]
     text = (tmp_path / "report.md").read_text()
     assert "Global or local proximal theory" in text and "| 2.0 | semantic |" in text
+    assert "* global prox: alpha_c = 1.25000 +- 0.00021, alpha_l = 1.5000," in text
     # every row of the sweep's table says which map GD follows (the fake theory has no aligned curve: never
     # "aligned") and why
     table = [ln for ln in text.split("## Alpha sweep")[1].split("## Finite-size")[0].splitlines() if ln.startswith("| 0.5 |") or ln.startswith("| 2.0 |")]
@@ -194,6 +196,11 @@ def test_theory_round_trip():
     back = TheoryAtOmega.from_dict(json.loads(json.dumps(t.to_dict())))
     assert back.alpha_c == t.alpha_c and back.curve("semantic", "local").records == t.curve("semantic", "local").records
     assert back.curve("semantic", "global").end == 0.7
+    # alpha_c's standard error travels with it (validate printed alpha_c = 1.2512 without one); a record of a theory
+    # made without it reads as no bar
+    assert back.err_alpha_c == {"global": 2.1e-4} and math.isnan(back.err_alpha_l["global"])
+    old = {k: v for k, v in t.to_dict().items() if not k.startswith("err_")}
+    assert TheoryAtOmega.from_dict(old).err_alpha_c == {}
 
 
 def _row(n_runs: int, n_converged: int) -> dict:
