@@ -179,7 +179,8 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     if note := births_note(table, params.r):
         print(f"attnphase: note: {note}", file=sys.stderr)
     what = "outputs up to date in" if unchanged else "wrote"
-    return job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if curves is not None else ""),
+    return job_summary(f"{what} {out}/phase_diagram.csv, .json, .nc, .png"
+                       + (f", {files[-1]}" if curves is not None else ""),
                        time.perf_counter() - t0, runs.counts, runs.failures), meta
 
 
