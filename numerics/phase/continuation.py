@@ -133,9 +133,9 @@ def sweep(
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
         return solve_from(params, alpha, branch, init, cfg, rule)
 
-    def rescue(alpha: float, near: FixedPoint) -> FixedPoint:
+    def rescue(alpha: float, near: FixedPoint, cold_too: bool = True) -> FixedPoint:
         fp = solve(params, alpha, branch, init=near.overlaps, config=full_cfg, rule=rule)
-        if on_branch(fp, branch):
+        if on_branch(fp, branch) or not cold_too:
             return fp
         cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
         return cold if on_branch(cold, branch) or not fp.status.converged else fp
@@ -152,7 +152,7 @@ def sweep(
             if not exists_at(end, direction, alpha):
                 break
             # a grid alpha between a failed step and the end located beyond it: the branch exists here
-            fp = rescue(alpha, good)
+            fp = rescue(alpha, good, cold_too=past_end)
             good = fp if on_branch(fp, branch) else good
         elif ended:
             fp = run(alpha, last)
@@ -202,7 +202,9 @@ def sweep(
                     near = min(end.points or (good,), key=lambda p: abs(p.alpha - alpha))
                     fp = run(alpha, near)
                 if not on_branch(fp, branch) and exists_here:
-                    fp = rescue(alpha, good)
+                    # the diagram's sweeps (past_end False) try it warm only: a cold solve beside an end costs
+                    # seconds and rarely converges there (phase-diagram --omega 0: 8 CPU-s at 0.8909, in vain)
+                    fp = rescue(alpha, good, cold_too=past_end)
                 if not on_branch(fp, branch) and end.kind == "solver failure":
                     # an end found only because warm solves failed may be numerical: a cold solve, full budget
                     cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
