@@ -110,7 +110,8 @@ def sweep(
     """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending).
 
     With ``past_end=False`` the alphas beyond the branch's end get no row.  Where the branch exists at a grid point
-    but the warm-started step failed, that point is solved once more with the full solver budget, warm then cold.
+    but the warm-started step failed, that point is solved once more with the full solver budget, warm then (with
+    ``past_end``) cold.
     """
     scalar = is_scalar_form(params.r, teacher_rank(params))
     check_branch(branch, BRANCHES if scalar else MATRIX_BRANCHES)
