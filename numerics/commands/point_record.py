@@ -35,6 +35,12 @@ def model_echo(params) -> dict:
     return echo | ({"C": [list(r) for r in params.C]} if params.C is not None else {})
 
 
+def record_model(params) -> dict:
+    """:func:`model_echo` as a record carries it beside its own ``sigma`` (one number or the per-token list): without
+    ``sigma_l``."""
+    return {k: v for k, v in model_echo(params).items() if k != "sigma_l"}
+
+
 #: The matrix form's record entries that are results (null where the solve did not converge).
 MATRIX_KEYS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
                "e_t_direct", "gauge_angle")
@@ -82,7 +88,7 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
     if not fp.status.converged:
         rec.update({k: None for k in RESULT_KEYS}, branch=None)
     i = RECORD_KEYS.index("branch")  # the model after lam, the requested branch after the one reached
-    echo = {k: v for k, v in model_echo(fp.params).items() if k != "sigma_l"}
+    echo = record_model(fp.params)
     return ({k: rec[k] for k in RECORD_KEYS[:i]} | echo | {"branch": rec["branch"], "requested_branch": requested}
             | {k: rec[k] for k in RECORD_KEYS[i + 1:]} | {"reason": reason}), reason
 

@@ -128,11 +128,10 @@ def _run_amp(args: argparse.Namespace) -> int:
 def model_fields(params: Any, ridge: bool = True) -> dict[str, Any]:
     """The model a simulation ran, as ``solve`` echoes it: sigma, lam (with ``ridge``: gradient descent's penalty; AMP
     has none), L, A, P, rho0, the rank, the loss (and C for correlated tokens)."""
-    from attnphase.numerics.commands.point_record import model_echo
+    from attnphase.numerics.commands.point_record import record_model
     from attnphase.theory.whitening import original
 
-    echo = {k: v for k, v in model_echo(params).items() if k != "sigma_l"}
-    return {"sigma": original(params).sigma_value} | ({"lam": params.lam} if ridge else {}) | echo
+    return {"sigma": original(params).sigma_value} | ({"lam": params.lam} if ridge else {}) | record_model(params)
 
 
 #: Why a simulation's m, theta, q and e_t carry no error bar (README: every number carries its bar, or error_note
