@@ -140,30 +140,34 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                       **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
     paths = {w: out_dir / f"sweep_bayes-optimal_omega{params.replace(omega=w).omega:g}.csv" for w in rows_by_omega}
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
+    # a bar of 0 or NaN is never silent (solve --estimator bayes-optimal's error_note, for the rows)
+    bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
+                                      model.rho0)
+    failures = failure_summary(outs)
+    from attnphase.numerics.jobs.variables import described
+
+    objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
+             "model": bayes_model_echo(params), "file": str(paths[w]), "rows": rows}
+            for w, rows in rows_by_omega.items()]
+    obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
+                                          "omegas": list(omegas), "sweeps": objs}
+    counts = {**task_counts(outs), "failures": failures}
+    obj = outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
+                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
+                                                 "variables": described(BAYES_SWEEP_COLUMNS)})
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():
             outputs.write_text_atomic(stage / paths[w].name, csv_text(rows, BAYES_SWEEP_COLUMNS))
         write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
+        outputs.write_text_atomic(stage / "sweep_bayes-optimal.json", json.dumps(obj, indent=1) + "\n")
     for w, rows in rows_by_omega.items():
         rows_word = "row" if len(rows) == 1 else "rows"
         print(f"wrote {len(rows)} {rows_word} to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
-    # a bar of 0 or NaN is never silent (solve --estimator bayes-optimal's error_note, for the rows)
-    bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
-                                      model.rho0)
+    print(f"wrote {out_dir / 'sweep_bayes-optimal.json'} and sweep_bayes-optimal.nc (the run's model, thresholds and "
+          "rows; the dataset)", file=sys.stderr)
     print(f"attnphase: note: {bars_note}", file=sys.stderr)
-    failures = failure_summary(outs)
     if args.json:
-        from attnphase.numerics.jobs.variables import described
-
-        objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
-                 "model": bayes_model_echo(params), "file": str(paths[w]), "rows": rows}
-                for w, rows in rows_by_omega.items()]
-        obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
-                                              "omegas": list(omegas), "sweeps": objs}
-        counts = {**task_counts(outs), "failures": failures}
-        print(json.dumps(outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
-                                                                "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
-                                                                "variables": described(BAYES_SWEEP_COLUMNS)})))
+        print(json.dumps(obj))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     bad = [r for rows in rows_by_omega.values() for r in rows if not math.isfinite(r["q"])]

@@ -28,7 +28,8 @@ HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
 DESCRIPTION = ("Follow one branch of fixed points over alpha by continuation and write one row per alpha to "
                "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends, and where the positional branch is born "
                "from the agnostic point below its first point, is reported. Several omegas: one sweep per omega, each "
-               "a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.")
+               "a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc; the model, solver, ends and rows (what "
+               "--json prints) in DIR/sweep_<branch>.json.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,12 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
     solver_options.add_branch_option(p, mixed=True, bayes=True)
     opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv "
-                             "and DIR/sweep_bayes-optimal.nc, with its thresholds")
+                             "DIR/sweep_bayes-optimal.nc and .json, with its thresholds")
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
-                           "and sweep_<branch>.nc (rank r >= 2: sweep_<branch>_rank<r>x<r*>.nc)")
+                           "and sweep_<branch>.nc and .json (rank r >= 2: sweep_<branch>_rank<r>x<r*>.nc, "
+                           ".json)")
     execution_options.add_job_options(p, workload.MAX_SWEEP_POINTS)
 
 
@@ -237,8 +239,8 @@ def _sweep_rows(res, branch: str, columns: tuple[str, ...], eps_lin: float = mat
 def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
             alphas: list[float], executor: Any, out_dir: Any) -> int:
     """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega`` (one task each),
-    and DIR/sweep_<branch>.nc, at every rank (the file names carry ``_rank<r>x<r*>`` after the model where r or
-    r* >= 2)."""
+    DIR/sweep_<branch>.nc and DIR/sweep_<branch>.json (the ``--json`` object), at every rank (the file names carry
+    ``_rank<r>x<r*>`` after the model where r or r* >= 2)."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count
 
@@ -287,6 +289,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     wrote: list[str] = []  # said once the files are in place
     dataset = f"sweep_{args.branch}{suffix}.nc"
+    record = f"sweep_{args.branch}{suffix}.json"  # the --json object, beside the CSVs
     with staged_job(out_dir, f"sweep_{args.branch}{suffix}", job_model, args.json) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / f"sweep_{args.branch}_omega{params.replace(omega=w).omega:g}{suffix}.csv"
@@ -344,26 +347,33 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
                           title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
         write_netcdf(sweeps_dataset(cells, alphas, attrs, columns), stage / dataset)
+        bars_note = error_bars_note(cfg, n_rules)
+        if not bars_note and n_unbarred:
+            bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
+                         "rules reproduced the branch there (a spread needs two); such a point may be an artefact of "
+                         "the rule")
+        # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
+        said = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n)
+        note = {"error_note": said} if said else {}
+        failures = failure_summary(outs)
+        counts = {**task_counts(outs), "failures": failures}
+        obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
+        obj = outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),
+                                        "variables": described(columns)} | note)
+        outputs.write_text_atomic(stage / record, json.dumps(obj, indent=1) + "\n")
     for line in wrote:
         print(line, file=sys.stderr)
+    print(f"wrote {out_dir / record} and {dataset} (the run's model, solver, ends and rows; the dataset)",
+          file=sys.stderr)
+    error_note(said)
     if jump_rows := [fp for _, res, status, _, _ in cells if status == "done" for fp in res.points
                      if fp.status.converged and math.isfinite(fp.status.jump)]:
         print("attnphase: note: converged to the rule's jump scale (the residual above tol, the map jumping by more "
               "next to the point, as `attnphase solve` accepts it): alpha = "
               + ", ".join(f"{fp.alpha:g}" + (f" at omega = {fp.params.omega:g}" if len(omegas) > 1 else "")
                           for fp in jump_rows), file=sys.stderr)
-    bars_note = error_bars_note(cfg, n_rules)
-    if not bars_note and n_unbarred:
-        bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
-                     f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
-    # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
-    note = error_note("; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n))
-    failures = failure_summary(outs)
-    counts = {**task_counts(outs), "failures": failures}
     if args.json:
-        obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),
-                                                   "variables": described(columns)} | note)))
+        print(json.dumps(obj))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     if n_failed or failures:  # a point, or a task, failed

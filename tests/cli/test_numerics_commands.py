@@ -238,6 +238,18 @@ def test_sweep_json_is_one_object_and_the_table(tmp_path, capsys: pytest.Capture
     assert rec["end"] is None  # the semantic branch spans [1.8, 2.2]
     assert [r["alpha"] for r in rec["rows"]] == pytest.approx([1.8, 2.2])
     assert rec["solver"]["quadrature"] == "gh6" and rec["params"]["omega"] == 0.3
+    # the same object beside the CSV, with the model a CSV row lacks (L, A, P, rho0)
+    assert json.loads((tmp_path / "sweep_semantic.json").read_text()) == rec
+    assert rec["model"]["A"] == [[0.6, 0.4], [0.4, 0.6]] and rec["model"]["rho0"] == 1.0
+
+
+def test_bayes_optimal_sweep_writes_its_json_object(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sweep", "--estimator", "bayes-optimal", "--alpha", "0.5,1", "--L", "3", "--out", str(tmp_path),
+            "--quiet", "--json", "--workers", "1"]
+    assert main(argv) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert json.loads((tmp_path / "sweep_bayes-optimal.json").read_text()) == rec
+    assert rec["params"]["L"] == 3 and len(rec["rows"]) == 4 and "alpha_it" in rec
 
 
 def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
