@@ -23,7 +23,7 @@ from .experiments import generator, resolve_device, resolve_dtype
 #: Keys of the ``attnphase simulate --algorithm amp --json`` object, in order.
 AMP_JSON_KEYS = (
     "algorithm", "d", "n", "alpha", "seed", "m", "q", "iterations", "converged", "status", "change", "tol",
-    "max_iter", "damping", "adaptive", "theta", "halvings", "init_scale", "se_q0", "se_branch", "m_path", "q_path",
+    "max_iter", "damping", "adaptive", "step", "halvings", "init_scale", "se_q0", "se_branch", "m_path", "q_path",
     "seconds",
 )
 
@@ -74,7 +74,7 @@ class AmpRunResult:
     max_iter: int
     damping: float
     adaptive: bool
-    theta: float
+    step: float
     halvings: int
     init_scale: float
     se_q0: float
@@ -108,7 +108,7 @@ def run_amp(spec: AmpSpec) -> AmpRunResult:
         algorithm="amp", d=spec.d, n=n, alpha=float(spec.alpha), seed=int(spec.seed), m=res.m, q=res.q,
         iterations=res.iterations, converged=res.converged, status=res.status, change=res.change,
         tol=spec.amp.tol, max_iter=int(spec.amp.max_iter), damping=spec.amp.damping, adaptive=spec.amp.adaptive,
-        theta=res.theta, halvings=res.halvings, init_scale=spec.amp.init_scale, se_q0=se.q0, se_branch=branch,
+        step=res.theta, halvings=res.halvings, init_scale=spec.amp.init_scale, se_q0=se.q0, se_branch=branch,
         m_path=res.m_path, q_path=res.q_path, seconds=seconds,
     )
 

@@ -70,7 +70,7 @@ def test_a_step_that_leaves_no_posterior_variance_is_taken_again_halved():
     from attnphase.validation.amp_run import AmpSpec, run_amp
 
     r = run_amp(AmpSpec(d=200, alpha=2.0, seed=0, params=PARAMS, device="cpu", dtype="float64"))
-    assert r.converged and r.status == "converged" and r.halvings >= 1 and r.theta < 1.0
+    assert r.converged and r.status == "converged" and r.halvings >= 1 and r.step < 1.0
     assert abs(r.m) / math.sqrt(r.q * PARAMS.rho0) > 0.999 and r.iterations == len(r.m_path) - 1
 
 
