@@ -162,7 +162,7 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
         points.append(rec)
     obj: dict[str, Any] = {
         "alpha": res.alpha, "omega": params.omega, "params": params.to_dict(), "solver": cfg.as_dict(),
-        "error_estimate": n_rules, "search_quadrature": search.rule, "starts": len(search.starts),
+        "independent_rules": n_rules, "search_quadrature": search.rule, "starts": len(search.starts),
         "not_converged": search.not_converged, "polish_failures": search.polish_failures,
         "global_minimum": points[0]["branch"] if points else None,
         "separation": res.separation(), "seconds": res.seconds, "fixed_points": points,
@@ -260,7 +260,7 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
         outputs.write_text_atomic(stage / "census_starts.csv", csv_text(starts, START_COLUMNS))
         attrs = job_attrs("census", version=numerics_version(), model=params.to_dict(), solver=obj["solver"],
                           rule=obj["solver"].get("quadrature", ""), command=command_line(), alpha=res.alpha,
-                          error_estimate=obj["error_estimate"], search_quadrature=obj["search_quadrature"],
+                          independent_rules=obj["independent_rules"], search_quadrature=obj["search_quadrature"],
                           title=f"Fixed points of the state evolution at alpha = {res.alpha:g}, omega = {params.omega:g}")
         write_netcdf(census_dataset(rows, cols, starts, START_COLUMNS, attrs), stage / "census.nc")
 

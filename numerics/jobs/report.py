@@ -205,12 +205,13 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
               "error": o.error} for i, (a, b, o) in enumerate(zip(at, runs.rows, runs.outcomes))]
     attrs = job_attrs("scan" if first else "phase-diagram", version=version, solver=cfg.as_dict(), rule=cfg.quadrature,
                       model=params.to_dict() | {"omega": "scanned"} | dict.fromkeys(first, "scanned"), command=command,
-                      **({"scanned": first[0]} if first else {}), error_estimate=error_estimate, error_bars=bars,
+                      **({"scanned": first[0]} if first else {}), independent_rules=error_estimate,
+                      error_bars=bars,
                       title=title + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
     coords = dict(scanned or {}) | {"omega": [float(w) for w in omegas]}
     write_netcdf(boundaries_dataset(cells, tuple(coords), coords, alphas, attrs, r), out / f"{stem}.nc")
     meta = head | {"rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
-                   "solver": cfg.as_dict(), "error_estimate": error_estimate, "error_bars": bars} | (more or {}) | {
+                   "solver": cfg.as_dict(), "independent_rules": error_estimate, "error_bars": bars} | (more or {}) | {
         "rows": json_value(table), "tasks": runs.counts | {"failures": runs.failures}, "dataset": f"{stem}.nc",
         "variables": described(first + csv_columns(r, bool(errors))), "code_version": version,
         "seconds": time.perf_counter() - t0} | (tail or {})

@@ -282,7 +282,7 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
     # what the err_ columns are, in the JSON and the dataset alike: none on gh6 (one deterministic rule)...
     from attnphase.execution.dataset import open_dataset
 
-    assert (meta["error_estimate"], meta["error_bars"]) == (0, "none") and "+-" not in out
+    assert (meta["independent_rules"], meta["error_bars"]) == (0, "none") and "+-" not in out
     assert open_dataset(tmp_path / "phase_diagram.nc").attrs["error_bars"] == "none"
     # ... and, on scrambled rules, the standard error over their blocks, as the printed table's heading says
     assert main(["phase-diagram", "--omega", "0.3", "--alpha", "1,1.5", "--quadrature", "sobol6:4",

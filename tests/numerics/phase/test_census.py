@@ -134,10 +134,10 @@ def test_census_entries_are_distinct_labelled_and_tested(near_alpha_c: dict) -> 
 
 def test_census_json_shape(near_alpha_c: dict) -> None:
     out = near_alpha_c
-    assert {"alpha", "omega", "params", "solver", "error_estimate", "search_quadrature", "starts", "not_converged",
+    assert {"alpha", "omega", "params", "solver", "independent_rules", "search_quadrature", "starts", "not_converged",
             "polish_failures", "global_minimum", "separation", "seconds", "fixed_points", "error_note",
             "global_minimum_distinguishable"} == set(out)
-    assert (out["alpha"], out["omega"], out["error_estimate"], out["starts"]) == (1.25, 0.3, 2, 21)
+    assert (out["alpha"], out["omega"], out["independent_rules"], out["starts"]) == (1.25, 0.3, 2, 21)
     # a 2^10 rule is searched on as it is (sobol12 would be searched on sobol10:1:0)
     assert out["solver"]["quadrature"] == out["search_quadrature"] == "sobol10"
     for r in out["fixed_points"]:
