@@ -28,6 +28,18 @@ AMP_JSON_KEYS = (
 )
 
 
+def amp_unsupported(params: ModelParams) -> str:
+    """Why AMP for the Bayes-optimal channel does not run on ``params`` ("" where it does): rank r = r* = 1,
+    omega < 1 (the revealed fields), independent tokens."""
+    if max(params.r, params.r_star) != 1:
+        return "AMP for the Bayes-optimal channel runs at rank r = r* = 1"
+    if not params.omega < 1.0:
+        return f"omega = {params.omega}: the fields are revealed only for omega < 1"
+    if params.correlated_tokens:
+        return "AMP for the Bayes-optimal channel runs with independent tokens"
+    return ""
+
+
 @dataclass(frozen=True)
 class AmpSpec:
     """One AMP run: dimension d, alpha = n / d (n = round(alpha d)), seed, the model (sigma_l, rho0, omega < 1
@@ -45,12 +57,8 @@ class AmpSpec:
         check_dimension(self.d)
         n_samples(self.alpha, self.d)
         resolve_dtype(self.dtype)
-        if max(self.params.r, self.params.r_star) != 1:
-            raise ValueError("AMP for the Bayes-optimal channel runs at rank r = r* = 1")
-        if not self.params.omega < 1.0:
-            raise ValueError(f"omega = {self.params.omega}: the fields are revealed only for omega < 1")
-        if self.params.correlated_tokens:
-            raise ValueError("AMP for the Bayes-optimal channel runs with independent tokens")
+        if why := amp_unsupported(self.params):
+            raise ValueError(why)
 
 
 @dataclass(frozen=True)

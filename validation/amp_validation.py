@@ -183,7 +183,10 @@ def erm_against_bayes(theory: dict[str, Any], params: ModelParams) -> dict[str, 
 
 
 def markdown_lines(section: dict[str, Any]) -> list[str]:
-    """The report's section: AMP against the BO state evolution, then ERM against BO."""
+    """The report's section: AMP against the BO state evolution, then ERM against BO (or why it was not run)."""
+    if "skipped" in section:
+        return ["", "## The Bayes-optimal estimator: AMP and ERM against it", "",
+                f"Not run for this model: {section['skipped']}."]
     amp, erm = section["amp"], section["erm"]
     plan = amp["plan"]
     lines = ["", "## The Bayes-optimal estimator: AMP and ERM against it", "",

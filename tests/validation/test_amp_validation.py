@@ -290,3 +290,24 @@ def test_the_committed_amp_record_is_what_the_code_makes_of_its_runs():
             assert float(t[col]) == pytest.approx(r[key], rel=1e-12, abs=1e-15)
     verdicts = {f"{t['alpha']:g}": t["verdict"] for t in amp_trends(rows)}
     assert meta["verdicts"] == verdicts
+
+
+def test_the_bayes_optimal_section_is_left_out_for_correlated_tokens(capsys):
+    """``validate --token-cov ...`` ran its GD campaign and then failed in the AMP section (AMP runs with independent
+    tokens), writing nothing: the section is left out with its reason, said before the work and in the report."""
+    import argparse
+
+    from attnphase.execution.executor import ExecutorSpec
+    from attnphase.theory.params import ModelParams
+    from attnphase.validation.amp_validation import markdown_lines
+    from attnphase.validation.campaign import bayes_optimal_section
+    from attnphase.validation.campaign_plan import validation_plan
+    from attnphase.validation.commands.validate import announce_campaign
+
+    plan = validation_plan(quick=True, params=ModelParams(C=((0.25, 0.075), (0.075, 0.25))))
+    section = bayes_optimal_section(plan, {}, progress=False)
+    assert section == {"skipped": "AMP for the Bayes-optimal channel runs with independent tokens"}
+    assert "Not run for this model: AMP for the Bayes-optimal channel runs with independent tokens." in \
+        markdown_lines(section)
+    announce_campaign(plan, ExecutorSpec(workers=1), argparse.Namespace(quiet=True, large=False))
+    assert "Bayes-optimal section (AMP against its state evolution) is left out" in capsys.readouterr().err

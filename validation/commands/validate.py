@@ -76,8 +76,13 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
                             f"~{workload.VALIDATE_THEORY_TASK_SECONDS:.0f} CPU s per theory task, "
                             f"{workload.simulation_seconds(plan.d, 1.0):.2g} s per simulation at alpha = 1",
                             quiet=args.quiet)
+    from attnphase.validation.amp_run import amp_unsupported
     from attnphase.validation.amp_validation import amp_plan, amp_run_seconds  # the report's AMP section, after it
 
+    if why := amp_unsupported(plan.params):
+        print(f"attnphase: note: the report's Bayes-optimal section (AMP against its state evolution) is left out: "
+              f"{why}", file=sys.stderr)
+        return
     workload.announce_tasks("then the Bayes-optimal section's AMP runs (in this process)",
                             amp_run_seconds(amp_plan(plan.params, quick=plan.quick)), 1,
                             "validation/amp_validation.py's cost model of one AMP run", quiet=args.quiet)
