@@ -255,7 +255,8 @@ def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = 
         h = w[:, None, :] + np.sqrt(Ve) * xi[None, :, :]
         S = row_softmax(h[..., :, None] * h[..., None, :])
         mean = np.einsum("j,njlk->nlk", wt, S)
-        var = np.einsum("j,njlk->nlk", wt, S * S) - mean * mean
+        dev = S - mean[:, None]  # centred: E[S^2] - E[S]^2 cancels to round-off where S is nearly constant
+        var = np.einsum("j,njlk->nlk", wt, dev * dev)
         total += float(wt[start:start + chunk] @ np.einsum("nlk,k->n", var, s2))
     return 0.5 * (1.0 - omega) ** 2 * total
 

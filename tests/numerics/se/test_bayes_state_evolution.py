@@ -152,3 +152,14 @@ def test_a_rounding_wiggle_of_the_alpha_curve_is_not_a_local_maximum():
     a = np.array([0.500000008986, 0.500000020699, 0.50000001599, 0.500000023691, 0.9, 1.128, 1.0, 1.05])
     assert not _prominent(a, 1)
     assert _prominent(a, 5)
+
+
+@pytest.mark.parametrize("rho0", [1e-8, 1e-150])
+def test_eps_g_at_a_tiny_teacher_norm_is_eps_lin_not_negative(rho0):
+    """At q0 = 0 the posterior mean's eps_g is eps_lin at every rho0.  E[S^2] - E[S]^2 cancelled to round-off where
+    the softmax is nearly constant: solve --estimator bayes-optimal --rho0 1e-8 printed eps_g = -7.7e-17."""
+    params = ModelParams(rho0=rho0)
+    model = BayesModel.of(params)
+    e, lin = bayes_eps_g(model, 0.3, 0.0), eps_lin(params.replace(omega=0.3))
+    assert e >= 0.0
+    assert e == pytest.approx(lin, rel=1e-6)
