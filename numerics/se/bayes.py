@@ -301,8 +301,8 @@ class BayesFixedPoint:
 def fixed_points(model: BayesModel, rule: SignRule, alpha: float, curve: AlphaCurve | None = None
                  ) -> list[tuple[float, bool]]:
     """Every fixed point x = q0 / rho0 at alpha with its stability, ascending: 0 (stable iff alpha <= alpha_WR),
-    the roots of alpha*(x) = alpha (stable where alpha* increases), and, noiseless, 1 (stable iff alpha
-    exceeds alpha*(1-) = 1 / L: the last grid value decides)."""
+    the roots of alpha*(x) = alpha (stable where alpha* increases; above the grid's last point, noiseless, the root
+    between it and 1), and, noiseless, 1 (stable from alpha*(1-) = 1 / L on, marginally at it)."""
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha}")
     c = curve or alpha_curve(model, rule)
@@ -312,7 +312,13 @@ def fixed_points(model: BayesModel, rule: SignRule, alpha: float, curve: AlphaCu
     for i in np.nonzero(np.sign(d[:-1]) != np.sign(d[1:]))[0]:
         out.append((_root(model, rule, alpha, c.x[i], c.x[i + 1]), bool(d[i] < 0)))
     if model.noise == 0.0:
-        out.append((1.0, bool(alpha > c.alpha[-1])))
+        top = 1.0 / model.L  # alpha*(1-): q0 = rho0 is stable from it on (marginally at it)
+        if c.alpha[-1] < alpha < top:  # the increasing root between the grid's last point and 1
+            hi = next((1.0 - 10.0 ** -k for k in range(7, 16)
+                       if alpha_of_overlap(model, rule, model.rho0 * (1.0 - 10.0 ** -k)) > alpha), None)
+            if hi is not None:
+                out.append((_root(model, rule, alpha, c.x[-1], hi), True))
+        out.append((1.0, bool(alpha >= top)))
     return out
 
 

@@ -163,3 +163,13 @@ def test_eps_g_at_a_tiny_teacher_norm_is_eps_lin_not_negative(rho0):
     e, lin = bayes_eps_g(model, 0.3, 0.0), eps_lin(params.replace(omega=0.3))
     assert e >= 0.0
     assert e == pytest.approx(lin, rel=1e-6)
+
+
+def test_just_below_alpha_it_the_informative_point_is_not_perfect_recovery():
+    """alpha*(1-) = 1/L: just below it q0 < rho0 (1 - q0 / rho0 ~ 4.5 (1/2 - alpha) at L = 2); the grid's last point
+    (alpha* = 0.4999995) decided before, and alpha = 0.4999999 was reported as perfect recovery, eps_g = 0."""
+    model = BayesModel.of(ModelParams())
+    below = solve_bayes(model, 0.4999999)
+    assert not below.perfect and 0.0 < 1.0 - below.q0 < 1e-6
+    assert bayes_eps_g(model, 0.3, below.q0) > 0.0
+    assert solve_bayes(model, 0.5).perfect and solve_bayes(model, 0.5).q0 == 1.0
