@@ -142,9 +142,11 @@ def test_command_json_and_markdown(tmp_path, capsys) -> None:
 
 
 def test_command_table_skip_and_bad_input(capsys) -> None:
-    # the one check asked for is skipped: nothing was verified, which is not a pass
+    # the one check asked for is skipped: nothing was verified, which is not a pass (nor in the JSON)
     assert main(["check", "--quick", "--L", "3", "--only", "eps-lin"]) == 1
     got = capsys.readouterr()
+    assert main(["check", "--quick", "--L", "3", "--only", "eps-lin", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["passed"] is False
     assert "SKIP" in got.out and "skipped: the mpmath reference of eps_lin is implemented for L = 2 only" in got.out
     assert "no check ran: every check asked for was skipped" in got.err
     assert main(["check", "--omega", "2"]) == 2

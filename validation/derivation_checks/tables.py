@@ -72,8 +72,10 @@ def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckRes
 
 
 def to_json(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -> dict[str, Any]:
-    """One JSON object: the model, alpha, a list of checks, and the overall result."""
-    return {"model": params.to_dict(), "alpha": alpha, "passed": all(r.status != FAIL for r in results),
+    """One JSON object: the model, alpha, a list of checks, and the overall result (passed: none failed and at least
+    one ran; ``check`` exits 1 otherwise)."""
+    ran = any(r.status != SKIP for r in results)
+    return {"model": params.to_dict(), "alpha": alpha, "passed": ran and all(r.status != FAIL for r in results),
             "checks": [r.as_dict() for r in results]}
 
 
