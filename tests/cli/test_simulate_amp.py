@@ -16,7 +16,9 @@ def test_simulate_amp_json(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
     rec = json.loads(out[0])
-    assert tuple(rec) == AMP_JSON_KEYS + ("sigma", "L", "A", "P", "rho0", "rank", "loss")  # the model, no ridge
+    # the run's omega, device and dtype, then the model: no ridge, no loss (the posterior mean minimises none)
+    assert tuple(rec) == AMP_JSON_KEYS + ("omega", "device", "dtype", "sigma", "L", "A", "P", "rho0", "rank")
+    assert (rec["omega"], rec["device"], rec["dtype"], rec["tol"]) == (0.3, "cpu", "float64", 1e-7)
     assert rec["algorithm"] == "amp" and rec["d"] == 300 and rec["n"] == 240 and rec["seed"] == 1
     assert rec["converged"] is True and rec["iterations"] == len(rec["m_path"]) - 1 == len(rec["q_path"]) - 1
     assert rec["se_q0"] == 1.0  # above alpha = 1/L the state evolution recovers the teacher
@@ -51,6 +53,8 @@ def test_simulate_amp_budget_exit_1(capsys):
     (["--algorithm", "amp", "--omega", "1"], "--omega"),
     (["--algorithm", "amp", "--rank", "2"], "--rank"),
     (["--algorithm", "amp", "--token-cov", "0.25,0.05;0.05,0.25"], "--token-cov"),
+    (["--algorithm", "amp", "--lam", "5"], "--lam"),
+    (["--amp-tol", "1e-6"], "--amp-tol"),
     (["--algorithm", "sgd"], "--algorithm"),
     (["--damping", "0.5"], "--damping"),
     (["--max-iter", "10"], "--max-iter"),
@@ -59,3 +63,13 @@ def test_simulate_amp_bad_arguments(argv, word, capsys):
     code = main(["simulate", "--json", *argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("attnphase: error:") and word in err[0]
+
+
+def test_simulate_amp_in_float32_stops_on_its_round_off_tolerance(capsys):
+    """float32's round-off kept AMP's change above the float64 tolerance 1e-7: the run recovered the teacher and
+    was reported diverged after halving its step (exit 1).  Its default tolerance is 1e-5 in float32."""
+    code = main(["simulate", "--algorithm", "amp", "--d", "200", "--alpha", "0.8", "--json", "--device", "cpu",
+                 "--dtype", "float32"])
+    rec = json.loads(capsys.readouterr().out)
+    assert code == 0 and rec["converged"] is True and rec["tol"] == 1e-5 and rec["dtype"] == "float32"
+    assert abs(abs(rec["m"]) - 1.0) < 1e-3

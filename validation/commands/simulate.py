@@ -39,14 +39,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-test", type=int, default=None, help="fresh test samples (default 10000; gd only)")
     g = p.add_argument_group("amp (with --algorithm amp)")
     g.add_argument("--damping", type=float, default=0.0,
-                   help="in [0, 1): the largest step 1 - damping, halved while the iteration oscillates "
-                   "(docs/bayes-optimal.md) (default 0)")
-    g.add_argument("--amp-tol", type=float, default=1e-7,
-                   help="stop when AMP's proposed step |D_t| / sqrt(d rho0) <= this (default 1e-7)")
+                   help="in [0, 1): the step 1 - damping of every iteration (default 0: undamped); a step that leaves "
+                   "no posterior variance is taken again halved (docs/bayes-optimal.md)")
+    g.add_argument("--amp-tol", type=float, default=None,
+                   help="stop when AMP's proposed step |D_t| / sqrt(d rho0) <= this (default 1e-7 in float64, 1e-5 in "
+                   "float32, whose round-off the change does not fall below)")
     g.add_argument("--max-iter", type=int, default=500, help="AMP iteration budget (default 500)")
     add_torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
     outputs.add_json_option(p)
 
+
+#: ``--amp-tol``'s default per ``--dtype``: float32's round-off keeps |D_t| / sqrt(d rho0) above 1e-7 (the runs
+#: recover the teacher and stop on their budget), as gradient descent's tolerance is loosened there.
+AMP_TOL = {"float64": 1e-7, "float32": 1e-5}
 
 #: The fewest test samples ``simulate --n-test`` takes (eps_g's standard error is then about eps_g / 7).
 MIN_N_TEST = 100
@@ -61,6 +66,10 @@ def _check_amp(args: argparse.Namespace) -> None:
                              f"from a small random start (docs/bayes-optimal.md)")
     if args.max_steps != 20000:
         raise ValueError("--max-steps: a gradient-descent option; --algorithm amp's budget is --max-iter")
+    if "--lam" in opt.model_options_given(args):
+        raise ValueError("--lam: --algorithm amp computes the posterior mean, which has no ridge penalty")
+    if args.amp_tol is None:
+        args.amp_tol = AMP_TOL.get(args.dtype, AMP_TOL["float32"])
     if not 0.0 <= args.damping < 1.0:
         raise ValueError(f"--damping must lie in [0, 1), got {args.damping}")
     if not (args.amp_tol > 0 and args.amp_tol < float("inf")):
@@ -113,7 +122,10 @@ def _run_amp(args: argparse.Namespace) -> int:
                    amp=AmpConfig(damping=args.damping, tol=args.amp_tol, max_iter=args.max_iter))
     work.begin("running approximate message passing")
     res = run_amp(spec)
-    out = res.to_json() | model_fields(params, ridge=False)
+    from attnphase.validation.experiments import resolve_device
+
+    out = res.to_json() | {"omega": params.omega, "device": resolve_device(args.device).type,
+                           "dtype": args.dtype} | model_fields(params, ridge=False)
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
@@ -126,12 +138,14 @@ def _run_amp(args: argparse.Namespace) -> int:
 
 
 def model_fields(params: Any, ridge: bool = True) -> dict[str, Any]:
-    """The model a simulation ran, as ``solve`` echoes it: sigma, lam (with ``ridge``: gradient descent's penalty; AMP
-    has none), L, A, P, rho0, the rank, the loss (and C for correlated tokens)."""
+    """The model a simulation ran, as ``solve`` echoes it: sigma, lam and the loss (with ``ridge``: gradient descent's;
+    AMP has neither), L, A, P, rho0, the rank (and C for correlated tokens)."""
     from attnphase.numerics.commands.point_record import record_model
     from attnphase.theory.whitening import original
 
-    return {"sigma": original(params).sigma_value} | ({"lam": params.lam} if ridge else {}) | record_model(params)
+    model = record_model(params)
+    model = model if ridge else {k: v for k, v in model.items() if k != "loss"}
+    return {"sigma": original(params).sigma_value} | ({"lam": params.lam} if ridge else {}) | model
 
 
 #: Why a simulation's m, theta, q and e_t carry no error bar (README: every number carries its bar, or error_note
@@ -149,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     for dest, default in (("init", "semantic"), ("optimizer", "gd"), ("n_test", 10000)):  # gd's defaults
         if getattr(args, dest) is None:
             setattr(args, dest, default)
-    for option, value, default in (("--damping", args.damping, 0.0), ("--amp-tol", args.amp_tol, 1e-7),
+    for option, value, default in (("--damping", args.damping, 0.0), ("--amp-tol", args.amp_tol, None),
                                    ("--max-iter", args.max_iter, 500)):
         if value != default:
             raise ValueError(f"{option}: an AMP option; add --algorithm amp")
