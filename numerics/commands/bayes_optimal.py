@@ -15,7 +15,7 @@ from collections.abc import Callable
 from attnphase import options as opt
 from attnphase import outputs, work, workload
 from attnphase.numerics.commands.bayes_options import (bayes_job, bayes_model_echo, bayes_params, check_bayes_model,
-                                                       check_bayes_solver_options, check_estimator_branch)
+                                                       check_bayes_solver_options, check_estimator_branch, json_rows)
 from attnphase.numerics.commands.point_record import max_relative_error, print_record
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES, BAYES_SWEEP_COLUMNS
 
@@ -147,7 +147,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     from attnphase.numerics.jobs.variables import described
 
     objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
-             "model": bayes_model_echo(params), "file": str(paths[w]), "rows": rows}
+             "model": bayes_model_echo(params), "file": str(paths[w]), "rows": json_rows(rows)}
             for w, rows in rows_by_omega.items()]
     obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
                                           "omegas": list(omegas), "sweeps": objs}

@@ -34,6 +34,16 @@ def bayes_model_echo(params) -> dict:
     return {k: v for k, v in model_echo(params).items() if k != "loss"}
 
 
+#: The yes/no columns of the Bayes-optimal rows: 1/0 in a CSV or a dataset, true/false in JSON
+#: (docs/reference/outputs.md).
+YES_NO = ("stable", "perfect_recovery", "coincides")
+
+
+def json_rows(rows: list[dict]) -> list[dict]:
+    """``rows`` as JSON gives them: each :data:`YES_NO` entry true/false."""
+    return [{k: bool(v) if k in YES_NO else v for k, v in r.items()} for r in rows]
+
+
 def bayes_params(params) -> dict:
     """The model's parameters (``ModelParams.to_dict``) without ``lam`` and ``loss``, which the Bayes-optimal
     estimator does not use."""

@@ -12,7 +12,7 @@ import math
 from attnphase import options as opt
 from attnphase import outputs, work, workload
 from attnphase.display import with_error
-from attnphase.numerics.commands.bayes_options import bayes_job, bayes_model_echo, bayes_params
+from attnphase.numerics.commands.bayes_options import bayes_job, bayes_model_echo, bayes_params, json_rows
 
 
 def threshold_keys(params) -> dict:
@@ -89,7 +89,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
            "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
            "rule": rule, "rows": rows,
-           "curves": {f"{w:g}": c for w, c in curves.items()},
+           "curves": {f"{w:g}": json_rows(c) for w, c in curves.items()},
            "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
     same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
     if same:  # one model for every omega (< 1): the thresholds once more at the top, as the ERM diagram has them

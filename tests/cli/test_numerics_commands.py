@@ -250,6 +250,9 @@ def test_bayes_optimal_sweep_writes_its_json_object(tmp_path, capsys: pytest.Cap
     rec = json.loads(capsys.readouterr().out)
     assert json.loads((tmp_path / "sweep_bayes-optimal.json").read_text()) == rec
     assert rec["params"]["L"] == 3 and len(rec["rows"]) == 4 and "alpha_it" in rec
+    # yes/no fields are true/false in JSON, 1/0 in the CSV (docs/reference/outputs.md)
+    assert all(isinstance(r[k], bool) for r in rec["rows"] for k in ("stable", "perfect_recovery", "coincides"))
+    assert (tmp_path / "sweep_bayes-optimal_omega0.3.csv").read_text().splitlines()[1].count(",1,") >= 1
 
 
 def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
