@@ -22,8 +22,9 @@ from attnphase import __version__
 ENGINE = "netcdf4"
 #: The CF version the datasets follow.
 CONVENTIONS = "CF-1.10"
-#: How the long_name of an error variable begins: a standard error, or (a root search's) bracket width.
-ERROR_KINDS = ("standard error of", "bracket width of")
+#: How the long_name of an error variable begins: a standard error, a root search's bracket width, or (the Bayes-optimal
+#: bars) the change from a coarser Gauss rule.
+ERROR_KINDS = ("standard error of", "bracket width of", "rule change of")
 #: Suffix of the auxiliary coordinate that carries a text-labelled dimension's labels in the file.
 LABEL = "_label"
 

@@ -144,7 +144,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
                                       model.rho0)
     failures = failure_summary(outs)
-    from attnphase.numerics.jobs.variables import described
+    from attnphase.numerics.jobs.bayes_dataset import bayes_described
 
     objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
              "model": bayes_model_echo(params), "file": str(paths[w]), "rows": json_rows(rows)}
@@ -154,7 +154,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     counts = {**task_counts(outs), "failures": failures}
     obj = outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
                                                  "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
-                                                 "variables": described(BAYES_SWEEP_COLUMNS)})
+                                                 "variables": bayes_described(BAYES_SWEEP_COLUMNS)})
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():
             outputs.write_text_atomic(stage / paths[w].name, csv_text(rows, BAYES_SWEEP_COLUMNS))

@@ -66,7 +66,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
                                                        bayes_diagram_dataset)
     from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
     from attnphase.numerics.jobs.tasks import bayes_diagram_task, numerics_version
-    from attnphase.numerics.jobs.variables import described
+    from attnphase.numerics.jobs.bayes_dataset import bayes_described
     from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
 
     work.begin("computing the Bayes-optimal phase diagram")
@@ -90,7 +90,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
            "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
            "rule": rule, "rows": rows,
            "curves": {f"{w:g}": json_rows(c) for w, c in curves.items()},
-           "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
+           "variables": bayes_described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
     same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
     if same:  # one model for every omega (< 1): the thresholds once more at the top, as the ERM diagram has them
         obj |= {c: rows[0][c] for k in THRESHOLD_KEYS for c in (k, f"err_{k}", f"{k}_note")}

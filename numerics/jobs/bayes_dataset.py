@@ -41,8 +41,8 @@ def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]
                 data[c][at] = row[c] if c in text else float(row[c])
     dv = {c: (("branch", "omega", "alpha"), v) for c, v in data.items()}
     ds = annotate(xr.Dataset(dv, coords={"branch": list(branches), "omega": om, "alpha": al}, attrs=attrs), lookup)
-    ds["branch"].attrs["long_name"] = "branch of the Bayes-optimal fixed point (informative, uninformative)"
-    return ds  # (the ERM sweep's label names semantic, positional, agnostic)
+    ds["branch"].attrs["long_name"] = BRANCH_LONG_NAME
+    return rule_change_bars(ds)  # (the ERM sweep's label names semantic, positional, agnostic)
 
 
 def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -67,4 +67,36 @@ def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[fl
     for c in BAYES_DIAGRAM_CURVES:
         dv[c] = (("omega", "alpha"), np.array([[float(p[c]) for p in curves[w]] for w in om]))
     coords = {"omega": om, "alpha": [float(a) for a in alphas]}
-    return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup)
+    return rule_change_bars(annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup))
+
+
+#: What the Bayes-optimal ``branch`` is (the ERM sweep's names semantic, positional, agnostic).
+BRANCH_LONG_NAME = "branch of the Bayes-optimal fixed point (informative, uninformative)"
+
+
+def bayes_described(names) -> dict[str, dict[str, str]]:
+    """A Bayes-optimal JSON file's ``variables`` (:func:`~attnphase.numerics.jobs.variables.described`), its branch
+    and error bars named as :func:`rule_change_bars` names them in the datasets."""
+    from attnphase.numerics.jobs.variables import described
+
+    out = described(names)
+    for name, var in out.items():
+        if name == "branch":
+            var["long_name"] = BRANCH_LONG_NAME
+        elif name.startswith("err_"):
+            var["long_name"] = f"rule change of {name[4:]}: its change from the coarser Gauss rule"
+    return out
+
+
+def rule_change_bars(ds):
+    """``ds`` with each ``err_<X>`` described as what the Bayes-optimal error bars are (docs/bayes-optimal.md): the
+    change of X from a coarser Gauss rule, not a standard error; 0 where every rule gives X exactly."""
+    for name in ds.data_vars:
+        if str(name).startswith("err_"):
+            x = str(name)[4:]
+            ds[name].attrs["long_name"] = f"rule change of {x}: its change from the coarser Gauss rule"
+            ds[name].attrs["comment"] = (
+                "the Bayes-optimal state evolution's error bar (docs/bayes-optimal.md): |X on the fine Gauss rule - X "
+                "on the rule of fewer nodes|; 0 where every rule gives X exactly (m = 0; q0 = 0 below weak "
+                "recovery; q0 = rho0 at perfect recovery, where eps_g = 0); NaN: not estimated")
+    return ds

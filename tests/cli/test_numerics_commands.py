@@ -253,6 +253,13 @@ def test_bayes_optimal_sweep_writes_its_json_object(tmp_path, capsys: pytest.Cap
     # yes/no fields are true/false in JSON, 1/0 in the CSV (docs/reference/outputs.md)
     assert all(isinstance(r[k], bool) for r in rec["rows"] for k in ("stable", "perfect_recovery", "coincides"))
     assert (tmp_path / "sweep_bayes-optimal_omega0.3.csv").read_text().splitlines()[1].count(",1,") >= 1
+    # its bars are Gauss-rule changes, not standard errors, in the JSON and the dataset alike
+    assert rec["variables"]["err_q"]["long_name"].startswith("rule change of q")
+    assert "informative" in rec["variables"]["branch"]["long_name"]
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "sweep_bayes-optimal.nc") as ds:
+        assert ds["err_q"].attrs["long_name"].startswith("rule change of q") and "exactly" in ds["err_q"].attrs["comment"]
 
 
 def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
