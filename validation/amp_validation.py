@@ -114,15 +114,16 @@ def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def amp_trends(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit`) and the verdict:
-    agrees when |z| <= AGREE_Z at the largest d, or when the fit moves the mean towards q0 as d grows and its
-    d -> infinity value is within AGREE_Z of its standard errors of q0."""
+    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit`; from 3 dimensions on: through two
+    every two-parameter form passes exactly, and the choice is round-off) and the verdict: agrees when |z| <= AGREE_Z
+    at the largest d, or when the fit moves the mean towards q0 as d grows and its d -> infinity value is within
+    AGREE_Z of its standard errors of q0."""
     out = []
     for alpha in sorted({r["alpha"] for r in rows}):
         rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
         last = rs[-1]
         fit = None
-        if len(rs) >= 2 and all(math.isfinite(r["std"]) for r in rs):
+        if len(rs) >= 3 and all(math.isfinite(r["std"]) for r in rs):
             fit = chosen_fit([r["d"] for r in rs], [r["mean_abs_m"] for r in rs],
                              [r["std"] for r in rs], [r["n"] for r in rs])
         q0 = last["se_q0"]
@@ -198,7 +199,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
              f"mean |m| +- its standard error; z = (mean - q0) / se, se floored at {M_RESOLUTION:g} (the accuracy of a "
              f"run's |m| at the stopping rule's tolerance); a point agrees when |z| <= {AGREE_Z:g} at the "
              "largest d or when the finite-size fit -- a + b/d or a + b/sqrt(d), whichever has the smaller weighted "
-             "chi^2 -- puts its d -> infinity value within 2 of its standard errors of q0. 'near 0': runs that ended "
+             "chi^2, from 3 dimensions on ('-': fewer) -- puts its d -> infinity value within 2 of its standard "
+             "errors of q0. 'near 0': runs that ended "
              "at |m| < q0 / 4.", "",
              "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |", "|---|---|---|---|---|---|---|"]
     for r in amp["rows"]:

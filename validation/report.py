@@ -60,7 +60,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"({summary['theory_seconds']:.0f} s wall, {summary.get('theory_cpu_seconds', math.nan):.0f} s CPU; "
         f"{summary.get('theory_jobs_cached', 0)} theory job(s) read from the store), every simulation and theory "
         f"omega one task ({_tasks_line(summary)}), campaign wall time {summary['wall_seconds']:.0f} s. "
-        f"All runs converged: {summary['all_converged']}.", "",
+        f"All gradient-descent runs converged: {summary['all_converged']}.", "",
         "Training: full-batch gradient descent with Armijo backtracking on "
         f"R(Q) = sum_mu (1/2d)|y - f|^2 + (lambda/2)|Q|^2 until |grad_Q R|_F/sqrt(d) (the gradient of e_t = R/d "
         f"in the weights Q/sqrt(d)) <= {_tolerances(summary)}, within a budget of "

@@ -51,6 +51,14 @@ def test_a_trend_away_from_the_state_evolution_is_no_agreement():
     assert t["verdict"] == "disagrees"
 
 
+def test_two_dimensions_make_no_finite_size_fit():
+    """Through two dimensions both two-parameter forms pass exactly (chi^2 ~ 1e-29 each): `validate --quick`'s AMP
+    section (d = 200, 400) chose its form by round-off.  No fit from fewer than 3 dimensions; the verdict is the
+    largest d's."""
+    t = amp_trends(amp_rows(_runs(0.3, 0.5, {200: 0.40, 400: 0.45})))[0]
+    assert t["fit_a"] is None and t["fit_form"] is None and t["verdict"] == "disagrees"
+
+
 def _theory(records_by_branch, omega=0.3):
     curves = {f"{br}/global": {"records": [dict(r, branch=br, converged=True) for r in recs]}
               for br, recs in records_by_branch.items()}
@@ -243,7 +251,8 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     assert [float(c[0]) for c in trends] == pytest.approx([t["alpha"] for t in amp["trends"]], rel=1e-4)
     for cells, t in zip(trends, amp["trends"]):
         assert cells[4] == t["verdict"] and cells[4].startswith(("agrees", "disagrees"))
-        assert _pm(cells[2])[0] == pytest.approx(t["fit_a"], abs=5.1e-5)
+        # the quick plan's two dimensions make no finite-size fit (test_two_dimensions_make_no_finite_size_fit)
+        assert t["fit_a"] is None and cells[2] == cells[3] == "-"
 
     # ERM against BO: the theory's global minimum, the informative branch's eps_g, the closest alpha in the sentence
     bmodel = BayesModel.of(params)

@@ -1,5 +1,5 @@
 """``attnphase validate``: a grid of finite-d gradient-descent runs against the state evolution, written into
-``--out DIR`` (all files or none; docs/reference/outputs.md).  Exit code 1 if a run did not converge.  torch and
+``--out DIR`` (all files or none; docs/reference/outputs.md).  Exit code 1 if a gradient-descent run did not converge.  torch and
 the numerics are imported inside :func:`run`.
 """
 
@@ -21,7 +21,8 @@ NAME = "validate"
 HELP = "grid of finite-d simulations against the state evolution: report, summary and figures"
 DESCRIPTION = ("Gradient descent at finite d against the theory (numerics): Fig. 2 curves, Fig. 3 heat map, "
                "finite-size scaling, and on every row of the alpha sweep the map GD follows (the global- or the "
-               "aligned-prox state evolution) and why. Exit code 1 if a run did not converge.")
+               "aligned-prox state evolution) and why. Exit code 1 if a gradient-descent run did not converge (the "
+               "Bayes-optimal section's AMP runs are counted in its table).")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
