@@ -26,13 +26,15 @@ def _nodes(L: int, spec: str) -> int:
     return rule_nodes(L, spec)
 
 
-def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
-    """A grid of ``n`` solves: past ``limit`` a ValueError unless ``--large`` was given."""
+def check_grid(n: int, limit: int, what: str, option: str, large: bool, seconds: float | None = None,
+               basis: str = "at L = 2, sobol12, 2 cores") -> None:
+    """A grid of ``n`` solves: past ``limit`` a ValueError unless ``--large`` was given, quoting ``seconds`` (default
+    n x :data:`SECONDS_PER_SOLVE`, the ERM solve's) measured as ``basis`` says."""
     if n > limit and not large:
-        t = n * SECONDS_PER_SOLVE
-        span = f"{t / 3600:.0f} h" if t >= 7200 else f"{t / 60:.0f} min"
-        raise ValueError(f"{option}: {n} {what} is more than {limit} (roughly {span} or more at L = 2, sobol12, "
-                         f"2 cores); pass --large to run it anyway")
+        t = n * SECONDS_PER_SOLVE if seconds is None else seconds
+        span = f"{t / 3600:.0f} h" if t >= 7200 else f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
+        raise ValueError(f"{option}: {n} {what} is more than {limit} (roughly {span} or more {basis}); pass --large "
+                         "to run it anyway")
 
 
 def estimate_seconds(n_solves: int, L: int, config: Any) -> float:

@@ -73,11 +73,13 @@ def bayes_job(args: argparse.Namespace, alphas: list[float], max_points: int, wh
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
     check_bayes_solver_options(args)
-    workload.check_grid(len(alphas) * len(omegas), max_points, what, option, args.large)
+    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    workload.check_grid(len(alphas) * len(omegas), max_points, what, option, args.large, per_task * len(omegas),
+                        f"of CPU time, the Bayes-optimal state evolution at L = {params.L}")
     executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
-    return params, omegas, executor, out_dir, workload.bayes_task_seconds(len(alphas), params.L)
+    return params, omegas, executor, out_dir, per_task
 
 
 def check_bayes_solver_options(args: argparse.Namespace) -> None:

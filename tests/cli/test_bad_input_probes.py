@@ -54,6 +54,7 @@ REFUSED = [
     (["sweep", "--omega", "0.3", "--alpha", "1", "--rank", "2", "--prox", "local"], ["--prox local", "global"]),
     (["solve", "--alpha", "1", "--L", "1"], ["--L", ">= 2"]),
     (["sweep", "--alpha", "1:2:100000"], ["--alpha", "100000", "--large"]),
+    (["sweep", "--alpha", "0.01:1:1001", "--estimator", "bayes-optimal"], ["--large", "12 s", "Bayes-optimal"]),
     (["sweep", "--alpha", "1:2:1000000000000"], ["--alpha", "at most"]),
     (["sweep", "--alpha", "1:2:0"], ["--alpha", "NUM"]),
     (["sweep", "--alpha", "1:2"], ["--alpha", "START:STOP:NUM"]),
