@@ -43,6 +43,7 @@ def test_check_command_runs_the_nishimori_checks(capsys):
     assert obj["alpha"] == pytest.approx((1 / 6 + 1 / 2) / 2)
     assert [c["key"] for c in obj["checks"]] == ["nishimori-hats", "nishimori-overlaps"]
     assert all(c["status"] == "pass" for c in obj["checks"])
+    assert "lam" not in obj["model"] and "loss" not in obj["model"]  # the posterior mean has neither
 
 
 @pytest.mark.parametrize("argv, message", [(["--only", "1"], "--only"), (["--omega", "1"], "--omega 1"),

@@ -79,11 +79,15 @@ def run(args: argparse.Namespace) -> int:
         results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
     obj = (to_json(params, args.alpha, results) | {"seed": args.seed, "quick": bool(args.quick)}
            | ({"estimator": "bayes-optimal"} if bayes else {}))
+    if bayes:  # the model as the Bayes-optimal records give it: no lam, no loss
+        from attnphase.numerics.commands.bayes_options import bayes_params
+
+        obj["model"] = bayes_params(params)
     print(json.dumps(obj, allow_nan=False) if args.json else text_table(results))
     if out_dir is not None:
         model = params.to_dict() | {"alpha": args.alpha, "estimator": args.estimator if bayes else "erm"}
         with outputs.staged_output(out_dir, job="check", model=model) as stage:
-            outputs.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
+            outputs.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results, ridge=not bayes))
             outputs.write_text_atomic(stage / "check.json", json.dumps(obj, allow_nan=False, indent=1) + "\n")
             outputs.write_text_atomic(stage / "check.csv", check_csv(args.alpha, results))
         if not args.json:

@@ -51,13 +51,15 @@ def _short(v: Any) -> str:
     return str(v)
 
 
-def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -> str:
-    """``check.md``: the model, then a markdown table of the checks (for a paper's appendix)."""
+def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckResult], ridge: bool = True) -> str:
+    """``check.md``: the model (lambda with ``ridge``: the Bayes-optimal estimator has none), then a markdown table of
+    the checks (for a paper's appendix)."""
     p = params
+    lam = f"lambda = {p.lam}, " if ridge else ""
     lines = [
         "# Derivation checks", "",
         f"Model: L = {p.L}, sigma = {list(p.sigma)}, A = {[list(r) for r in p.A]}, P = {[list(r) for r in p.P]}, "
-        f"omega = {p.omega}, lambda = {p.lam}, rho0 = {p.rho0}, r = {p.r}; fixed-point checks at alpha = {alpha}.",
+        f"omega = {p.omega}, {lam}rho0 = {p.rho0}, r = {p.r}; fixed-point checks at alpha = {alpha}.",
         "Equations: docs/model.md sections 2 (limit loss), 3 (state evolution), 4 (Phi), 5 (linear baseline).", "",
         "| # | Check | What it compares | Worst component | Measured error | Tolerance | Tolerance from | Result |",
         "|---|---|---|---|---|---|---|---|",
