@@ -42,8 +42,9 @@ CAPABILITIES: dict[str, Capability] = {
                              "aligned proximal maps, not the local one"),
     "diagram_census": Capability("--census", True, "the phase diagram's census at alpha_c is rank r = r* = 1 only "
                                  "(run attnphase census --rank R --teacher-rank R* at one alpha)"),
-    "diagram_error_estimate": Capability("--error-estimate", True, "the rank-r phase diagram reports bracket widths "
-                                         "as its errors; replicates over rules are not implemented for it"),
+    "diagram_error_estimate": Capability("--error-estimate {value}", True, "the rank-r phase diagram takes its errors "
+                                         "from the rule's blocks, which its merge of one point the rule splits needs "
+                                         "too: neither independent rules (K >= 2) nor none (0)"),
     "omega_continuation": Capability("--continuation on", True, "continuation in omega carries the r = r* = 1 "
                                      "boundaries' refinements from one omega to the next (bifurcation ends of the agnostic "
                                      "branch, alpha_c's Newton correction; docs/method.md section 13); at r >= 2 or "

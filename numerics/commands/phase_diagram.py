@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if census:
         check("diagram_census", r, r_star)
     error_estimate = solver_options.error_estimate_from_args(args)
-    if not scalar and error_estimate:
-        check("diagram_error_estimate", r, r_star)
+    if not scalar and error_estimate is not None:
+        check("diagram_error_estimate", r, r_star, args.error_estimate)
     if getattr(args, "continuation", "auto") == "on":
         check("omega_continuation", r, r_star)
     alphas = opt.alpha_grid(args, ascending=not scalar)

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     r, r_star = ranks_from_args(args)
     scalar = is_scalar_form(r, r_star)
     error_estimate = solver_options.error_estimate_from_args(args)
-    if not scalar and error_estimate:
-        check("diagram_error_estimate", r, r_star)
+    if not scalar and error_estimate is not None:
+        check("diagram_error_estimate", r, r_star, args.error_estimate)
     alphas = opt.alpha_grid(args, ascending=not scalar)
     field, values, models, omegas = scan_models(args)
     check_semantic_signal(omegas)

@@ -108,6 +108,9 @@ BAD_MODEL_INPUT = [
     (["phase-diagram", "--rank", "2", "--teacher-rank", "0"], "--teacher-rank"),
     (["phase-diagram", "--rank", "2", "--quadrature", "gh20"], "--quadrature"),
     (["phase-diagram", "--rank", "2", "--error-estimate", "3"], "--error-estimate"),
+    # none at all drops the merge of split points (extra branches, other boundaries), said nowhere: refused too
+    (["phase-diagram", "--rank", "2", "--error-estimate", "0"], "--error-estimate 0"),
+    (["scan", "--lam", "0.01,0.02", "--rank", "2", "--error-estimate", "0"], "--error-estimate 0"),
     (["phase-diagram", "--rank", "2", "--branch-end", "trace"], "--branch-end"),
     (["solve", "--alpha", "1", "--rank", "2", "--alpha-c-quadrature", "sobol14"], "--alpha-c-quadrature"),
     (["phase-diagram", "--rank", "2", "--omega", "1.5"], "--omega"),
