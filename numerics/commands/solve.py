@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             rec = _matrix_error_bars(rec, err, cfg, n_rules, getattr(args, "precision", None) or "default")
             if math.isfinite(fp.status.jump):  # accepted at the rule's jump scale, its replicates reproduce it
                 print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
+            if not reason and (low := floor_reason(fp, args.branch)):  # as the sweep counts such a row
+                reason = rec["reason"] = low
         rec["reason"] = rec.pop("reason")
         return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
     err = _point_error(fp, cfg, n_rules)
@@ -93,6 +95,22 @@ def run(args: argparse.Namespace) -> int:
         reason, failed = _beside_reason(fp, args.branch, cfg)
         rec["reason"] = reason
     return print_record(rec, reason, fp.status.converged, args.json, census=True, failed=failed)
+
+
+def floor_reason(fp: Any, branch: str) -> str:
+    """Why a converged point of ``branch``'s label whose order parameter lies below the branch's floor
+    (:func:`~attnphase.numerics.phase.branch_end.below_floor`) is not a point of the branch ("" for any other): the
+    rule's noise next to a fixed point of fewer broken symmetries, as ``sweep`` says of such a row."""
+    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
+
+    if not below_floor(fp, branch):
+        return ""
+    sizes = ", ".join(f"|{name}| = {overlap_size(fp, name):.3g} (floor {floor:g})"
+                      for name, floor in BRANCH_FLOORS[branch])
+    return (f"no {branch} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: the solve reached "
+            f"a point whose {branch} order parameter is below the branch's floor ({sizes}): the rule's noise next to "
+            "a fixed point of fewer broken symmetries, not a point of the branch (a finer --quadrature may reach "
+            "the branch; `attnphase census` at this alpha lists the fixed points that converge here)")
 
 
 def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> tuple[str, bool]:

@@ -368,3 +368,16 @@ def test_a_sweep_says_when_its_branch_goes_on_past_the_end_it_located():
     note = beyond_end_note(BranchSweep("positional", rows, checked, "above"))
     assert note == ("the solve rule's positional points go on past the end located (1.944, by eigenvalue) at alpha = "
                     "2.1 (m 0.213), 2.2 (m 0.212); below it the points are the solve rule's")
+
+
+def test_a_rank_2_solve_below_the_branch_floor_is_no_point_of_the_branch(capsys):
+    """``solve --rank 2 --sigma 0.4,0.6 --alpha 2 --branch mixed --precision fast`` reached a mixed-labelled point
+    with |m_l| = 0.0036, below the 0.02 floor, and printed it as the mixed point, exit 0, where ``sweep`` at the same
+    alpha says no mixed point, exit 3: ``solve`` now says so too."""
+    import json
+
+    code = main(["solve", "--rank", "2", "--sigma", "0.4,0.6", "--alpha", "2", "--branch", "mixed", "--precision",
+                 "fast", "--quiet", "--json"])
+    rec = json.loads(capsys.readouterr().out)
+    assert code == 3 and rec["converged"] is True and max(rec["m_norms"]) < 0.02
+    assert rec["reason"].startswith("no mixed fixed point found") and "below the branch's floor" in rec["reason"]
