@@ -61,7 +61,7 @@ def check_bayes_model(args: argparse.Namespace, params) -> None:
     if not params.omega < 1.0:
         raise ValueError(f"--omega {params.omega:g}: --estimator bayes-optimal needs omega < 1 (at omega = 1 the "
                          "target T = A does not depend on Q*: nothing to estimate)")
-    if params.C is not None:
+    if params.correlated_tokens:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
 
 

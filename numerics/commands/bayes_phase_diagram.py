@@ -24,7 +24,7 @@ def threshold_keys(params) -> dict:
     why = ""
     if getattr(params, "r", 1) != 1 or getattr(params, "r_star", 1) != 1:
         why = "the Bayes-optimal state evolution is solved at rank 1"
-    elif params.C is not None:
+    elif params.correlated_tokens:
         why = "the Bayes-optimal state evolution is solved for independent tokens"
     if why:
         return {c: v for k in THRESHOLD_KEYS for c, v in ((k, None), (f"err_{k}", None), (f"{k}_note", why))}

@@ -69,3 +69,15 @@ def test_phase_diagram_json_threshold_keys():
     assert all(f"err_{k}" in keys and "every omega < 1" in keys[f"{k}_note"] for k in THRESHOLD_KEYS)
     ranked = threshold_keys(ModelParams(omega=0.3, r=2))
     assert all(ranked[k] is None and "rank 1" in ranked[f"{k}_note"] for k in THRESHOLD_KEYS)
+
+
+def test_a_diagonal_token_covariance_is_independent_tokens(capsys):
+    """A diagonal --token-cov is the independent-token model (the ERM commands give --sigma's numbers bit for bit); the
+    Bayes-optimal estimator refused it as correlated tokens.  Off-diagonal entries are still refused."""
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--token-cov", "0.16,0;0,0.36",
+                 "--json"]) == 0
+    diag = json.loads(capsys.readouterr().out)
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--sigma", "0.4,0.6", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert (diag["q"], diag["eps_g"]) == (plain["q"], plain["eps_g"])
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--token-cov", "0.16,0.05;0.05,0.36"]) == 2
