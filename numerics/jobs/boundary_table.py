@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from attnphase.display import with_error
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import replicate_count
+from attnphase.numerics.phase.boundary_refinement import INTERVAL_NOTE
 from attnphase.numerics.phase.boundary_results import (Boundaries, boundary_columns, boundary_keys, error_columns,
                                                       model_branches)
 
@@ -32,15 +33,26 @@ def bracket_widths(rows: Sequence[Boundaries]) -> bool:
     return any((b.r, b.r_star) != (1, 1) for b in rows)
 
 
-def error_label(config: SolverConfig, n_rules: int, widths: bool = False) -> str:
-    """What the error bars of a table are ('' for none)."""
+def interval_omegas(rows: Sequence[Boundaries]) -> list[float]:
+    """The omegas of the rank-1 rows whose alpha_l is an interval's centre, its error the half-width."""
+    return [b.omega for b in rows if (b.r, b.r_star) == (1, 1) and any(INTERVAL_NOTE in n for n in b.notes)]
+
+
+def error_label(config: SolverConfig, n_rules: int, widths: bool = False, intervals: Sequence[float] = ()) -> str:
+    """What the error bars of a table are ('' for none); ``intervals``: the omegas where alpha_l's is a half-width
+    (:func:`interval_omegas`)."""
     if widths:
         return ("as each boundary's method says: a root's the rule's standard error with the bracket width, an interval's "
                 "half-width where Delta e_t's sign is not established, a bracket width")
     if n_rules:
-        return f"spread over {n_rules} independent rules"
-    R = replicate_count(config)
-    return f"standard error over {R} scrambling blocks of each rule" if R else ""
+        label = f"spread over {n_rules} independent rules"
+    else:
+        R = replicate_count(config)
+        label = f"standard error over {R} scrambling blocks of each rule" if R else ""
+    if label and intervals:
+        label += ("; alpha_l's at omega = " + ", ".join(f"{w:g}" for w in intervals)
+                  + ": the half-width of an interval (its notes)")
+    return label
 
 
 #: The printed table's heading of each branch's end.

@@ -179,6 +179,10 @@ def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, 
     return refine_alpha_l(list(s_on), alpha_l, cfg)
 
 
+#: How a row's notes say that its alpha_l is an interval's centre, its error the half-width (:func:`alpha_l_interval`).
+INTERVAL_NOTE = "as its centre +- half-width"
+
+
 def alpha_l_interval(points: Sequence[FixedPoint], eps_lin: float, lo: float, hi: float, lost: Exception
                      ) -> tuple[float, float, str]:
     """alpha_l where Brent's root of eps_g - eps_lin on [lo, hi] (eps_g above eps_lin at lo, below at hi) lost the
@@ -190,4 +194,4 @@ def alpha_l_interval(points: Sequence[FixedPoint], eps_lin: float, lo: float, hi
     bottom = max((a for a, g in gaps if a < top and g > 0), default=lo)
     return 0.5 * (bottom + top), 0.5 * (top - bottom), (
         f"alpha_l: the interval [{bottom:.4g}, {top:.4g}] between the semantic points solved last on either side of "
-        f"eps_lin (the root search between them lost the branch: {lost}), as its centre +- half-width")
+        f"eps_lin (the root search between them lost the branch: {lost}), {INTERVAL_NOTE}")

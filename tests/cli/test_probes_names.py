@@ -299,3 +299,22 @@ def test_validation_outputs_name_error_bars_err_name_and_seed_spreads_sd_name():
     for path in ("validation/report.py", "validation/general_report.py"):
         assert '"summary.json").write_text(json.dumps(json_value(summary_for_output(' in (ROOT / path).read_text(), path
     assert (ROOT / "validation/commands/validate.py").read_text().count("summary_for_output(summary)") == 2
+
+
+def test_the_error_label_names_an_alpha_l_that_is_an_interval():
+    """``phase-diagram --sigma 0.8 --omega 0.2``: alpha_l 0.598 +- 0.028 was the half-width of an interval (the root
+    search lost the branch, the notes said) while the table's heading and the JSON's error_bars called every bar a
+    standard error over the scrambling blocks.  The label names the omegas where alpha_l's bar is a half-width."""
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.jobs.boundary_table import error_label, interval_omegas
+    from attnphase.numerics.phase.boundary_refinement import INTERVAL_NOTE
+    from attnphase.numerics.phase.boundary_results import Boundaries
+
+    rows = [Boundaries(0.1, 0.7, 0.9, 0.6, 2.0, notes=("alpha_l: the rule's standard error",)),
+            Boundaries(0.2, 0.6, 0.598, 0.5, 2.1, notes=(f"alpha_l: the interval [0.57, 0.6261] ... {INTERVAL_NOTE}",))]
+    assert interval_omegas(rows) == [0.2]
+    label = error_label(SolverConfig(), 0, False, interval_omegas(rows))
+    assert label.startswith("standard error over 4 scrambling blocks") and "alpha_l's at omega = 0.2: the half-width" \
+        in label
+    assert error_label(SolverConfig(), 0, False, interval_omegas(rows[:1])) == \
+        "standard error over 4 scrambling blocks of each rule"
