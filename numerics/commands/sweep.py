@@ -41,8 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
-    outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
-                           "and sweep_<branch>.nc and .json (rank r >= 2: sweep_<branch>_rank<r>x<r*>.nc, "
+    outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: "
+                           "..._rank<r>x<r*>.csv) and sweep_<branch>.nc and .json (rank r >= 2: sweep_<branch>_rank<r>x<r*>.nc, "
                            ".json)")
     execution_options.add_job_options(p, workload.MAX_SWEEP_POINTS)
 

@@ -147,8 +147,8 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     """The note of a sweep of ``branch`` none of whose ``points`` (one per alpha, started on the branch) is on it
     (their :func:`absence_evidence`):
 
-    * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
-      that point's eigenvalue in the branch's direction is below 1 (the largest one met is given);
+    * ``"<branch> branch absent at every alpha of the grid solved ..."`` -- each start converged to the agnostic point
+      and that point's eigenvalue in the branch's direction is below 1 (the largest one met is given);
     * otherwise ``"no <branch> fixed point at any alpha of the grid"`` where no alpha is solver failure, else
       ``"no converged <branch> point in range"``, then the alphas where it is absent (that evidence), those where
       its iterates ran away without a ridge (no fixed point reached: the farthest q met is given) and those of
@@ -162,8 +162,8 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     top = max((e for _, e in ev.absent), default=math.nan)
     where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
     if ev.everywhere and not ev.runaway and not ev.beside:
-        return (f"{branch} branch absent at every alpha of the grid ({where}): each {branch} start converged to the "
-                f"agnostic point, its eigenvalue in {name} below 1 there ({symbol} <= {top:.3g})")
+        return (f"{branch} branch absent at every alpha of the grid solved ({where}): each {branch} start converged to "
+                f"the agnostic point, its eigenvalue in {name} below 1 there ({symbol} <= {top:.3g})")
     parts = [f"no {branch} fixed point at any alpha of the grid" if ev.everywhere
              else f"no converged {branch} point in range"]
     return "; ".join(parts + evidence_clauses(ev))

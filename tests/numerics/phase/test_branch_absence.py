@@ -26,7 +26,7 @@ def agnostic(params: ModelParams, alpha: float):
 def test_starts_that_fall_to_a_stable_agnostic_point_are_the_branch_absent():
     points = [agnostic(L3, a) for a in (1.0, 2.0)]
     note = absence_note(points, "positional", model_rule(L3, CFG), CFG)
-    assert note.startswith("positional branch absent at every alpha of the grid (1, 2)")
+    assert note.startswith("positional branch absent at every alpha of the grid solved (1, 2)")
     mu = float(note.split("mu <= ")[1].split(")")[0])
     assert 0 < mu < 1
 
@@ -114,4 +114,4 @@ def test_a_diagram_with_no_semantic_point_says_why_alpha_l_is_missing():
     b = phase_boundaries(ModelParams(omega=0.3, lam=0.5), [1.0, 2.0], config=CFG)
     assert b.alpha_l != b.alpha_l and b.alpha_c != b.alpha_c
     assert ALPHA_L_NO_SEMANTIC in b.notes
-    assert any(n.startswith("semantic branch absent at every alpha of the grid (1, 2)") for n in b.notes)
+    assert any(n.startswith("semantic branch absent at every alpha of the grid solved (1, 2)") for n in b.notes)
