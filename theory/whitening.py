@@ -73,8 +73,10 @@ def original(params: ModelParams) -> ModelParams:
 
 
 def _round12(M: np.ndarray) -> np.ndarray:
-    """A symmetric matrix's entries (averaged with the transpose) rounded to 12 significant digits."""
+    """A symmetric matrix's entries (averaged with the transpose) rounded to 12 significant digits, those below 1e-12
+    of its largest set to 0 (a zero of the user's C comes back as 0, not as B B^T's round-off)."""
     M = 0.5 * (M + M.T)
+    M = np.where(np.abs(M) < 1e-12 * np.abs(M).max(), 0.0, M)
     return np.vectorize(lambda x: float(f"{x:.12g}"))(M)
 
 

@@ -198,3 +198,15 @@ def test_branch_end_eigenvalues_of_the_whitened_model_are_the_independent_ones()
         got.append((theta_stability_at(q, 0.7, fp.overlaps, rule, cfg)[0], m_stability_at(q, 0.7, fp.overlaps, rule, cfg)[0]))
     np.testing.assert_allclose(got[1], got[0], rtol=1e-8)
     assert 0.5 < got[0][0] < 1.5 and got[0][1] > 1  # not trivially equal (zero)
+
+
+def test_a_zero_of_the_users_token_covariance_comes_back_as_zero():
+    """C = B B^T of the whitened model gave C[0][2] = 8.6e-18 for the user's 0 (L = 3, a tridiagonal C); the echo
+    rounds entries below 1e-12 of the largest to 0."""
+    from attnphase.theory.params import ModelParams
+    from attnphase.theory.whitening import original, whiten
+
+    C = ((0.25, 0.05, 0.0), (0.05, 0.25, 0.05), (0.0, 0.05, 0.25))
+    back = original(whiten(ModelParams(L=3, C=C, A=((0.6, 0.2, 0.2), (0.2, 0.6, 0.2), (0.2, 0.2, 0.6)),
+                                       P=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)))))
+    assert np.array_equal(np.array(back.C), np.array(C))
