@@ -381,3 +381,19 @@ def test_a_rank_2_solve_below_the_branch_floor_is_no_point_of_the_branch(capsys)
     rec = json.loads(capsys.readouterr().out)
     assert code == 3 and rec["converged"] is True and max(rec["m_norms"]) < 0.02
     assert rec["reason"].startswith("no mixed fixed point found") and "below the branch's floor" in rec["reason"]
+
+
+def test_a_bar_zero_to_round_off_is_said_too():
+    """``solve --rank 2 --teacher-rank 2 --alpha 2 --precision fast``: the semantic point's m_norms [2.8e-19, 0] with
+    bars [5.8e-16, 0] went unexplained (the note took exact zeros only)."""
+    from attnphase.numerics.commands.point_record import matrix_bars_clauses
+
+    rec = {"branch": "semantic", "m_norms": [2.8e-19, 0.0], "err_m_norms": [5.8e-16, 0.0],
+           "th0_singular_values": [0.54, 0.51], "err_th0_singular_values": [0.02, 0.04]}
+    said = matrix_bars_clauses(rec)
+    assert said == ["err_m_norms = 0: m_norms = 0 to round-off (<= 1e-12) on the semantic branch (its symmetry holds "
+                    "it there on every block)"]
+    rec |= {"m_norms": [0.0, 0.0], "err_m_norms": [0.0, 0.0]}
+    assert "= 0 exactly on the semantic branch" in matrix_bars_clauses(rec)[0]
+    rec |= {"m_norms": [0.003, 0.0], "err_m_norms": [0.001, 0.0]}  # a small value with a bar is a value
+    assert matrix_bars_clauses(rec) == []
