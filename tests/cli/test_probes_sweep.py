@@ -306,10 +306,12 @@ def test_a_command_at_rank_3_says_its_solves_are_not_expected_to_converge(ranks,
 
 def test_a_matrix_point_whose_order_parameter_is_within_its_bar_is_warned_about(capsys):
     # r = 2, sigma = (0.5, 1), alpha = 2: the positional solve converges at |m| = 0.0049 +- 0.0070 (2 of 4 blocks on
-    # the branch), where at r = 1 the positional branch is absent (the agnostic point's mu < 1)
-    assert main(["solve", "--rank", "2", "--alpha", "2", "--sigma", "0.5,1", "--branch", "positional", "--quiet"]) == 0
+    # the branch), where at r = 1 the positional branch is absent (the agnostic point's mu < 1); below the branch's
+    # floor, it is no positional point (exit 3), as the sweep counts it
+    assert main(["solve", "--rank", "2", "--alpha", "2", "--sigma", "0.5,1", "--branch", "positional", "--quiet"]) == 3
     err = capsys.readouterr().err
     assert "warning: the positional order parameter m_norms[0] = " in err and "is not resolved from 0" in err
+    assert "below the branch's floor" in err
 
 
 def test_the_matrix_order_parameters_checked_are_the_branchs():
