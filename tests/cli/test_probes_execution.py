@@ -366,7 +366,7 @@ def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
     assert main(["sweep", "--omega", "0.25,0.3", *common]) == 0
     assert main(["sweep", "--lam", "0.02", "--omega", "0.35", *common]) == 0
     files = sorted(p.name for p in Path(out).iterdir() if not p.name.startswith("."))
-    assert files == ["sweep_semantic.nc", "sweep_semantic_omega0.35.csv", "tasks"]
+    assert files == ["sweep_semantic.json", "sweep_semantic.nc", "sweep_semantic_omega0.35.csv", "tasks"]
     err = capsys.readouterr().err
     assert "lam=0.01 -> 0.02" in err
 
