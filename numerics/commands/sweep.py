@@ -36,14 +36,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``sweep``'s options (docs/reference/commands.md)."""
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
     solver_options.add_branch_option(p, mixed=True, bayes=True)
-    opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv "
+    opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv, "
                              "DIR/sweep_bayes-optimal.nc and .json, with its thresholds")
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: "
-                           "..._rank<r>x<r*>.csv) and sweep_<branch>.nc and .json (rank r >= 2: sweep_<branch>_rank<r>x<r*>.nc, "
-                           ".json)")
+                           "..._rank<r>x<r*>.csv) and sweep_<branch>.nc and .json (rank r >= 2: "
+                           "sweep_<branch>_rank<r>x<r*>.nc, .json)")
     execution_options.add_job_options(p, workload.MAX_SWEEP_POINTS)
 
 

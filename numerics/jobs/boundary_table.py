@@ -38,10 +38,12 @@ def interval_omegas(rows: Sequence[Boundaries]) -> list[float]:
     return [b.omega for b in rows if (b.r, b.r_star) == (1, 1) and any(INTERVAL_NOTE in n for n in b.notes)]
 
 
-def error_label(config: SolverConfig, n_rules: int, widths: bool = False, intervals: Sequence[float] = ()) -> str:
-    """What the error bars of a table are ('' for none); ``intervals``: the omegas where alpha_l's is a half-width
+def error_label(config: SolverConfig, n_rules: int, rows: Sequence[Boundaries] = ()) -> str:
+    """What the error bars of the table of ``rows`` are ('' for none): bracket widths and the like at r >= 2
+    (:func:`bracket_widths`), else the rules' standard errors, naming the omegas where alpha_l's is a half-width
     (:func:`interval_omegas`)."""
-    if widths:
+    intervals = interval_omegas(rows)
+    if bracket_widths(rows):
         return ("as each boundary's method says: a root's the rule's standard error with the bracket width, an interval's "
                 "half-width where Delta e_t's sign is not established, a bracket width")
     if n_rules:

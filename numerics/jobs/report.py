@@ -19,8 +19,8 @@ from attnphase.execution.progress import TaskBar, failure_summary, job_summary, 
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
-    alpha_max_of, births_note, boundary_table, bracket_widths, csv_columns, error_label, interval_omegas,
-    print_boundary_table, unbarred_note,
+    alpha_max_of, births_note, boundary_table, bracket_widths, csv_columns, error_label, print_boundary_table,
+    unbarred_note,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
@@ -173,7 +173,7 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
             "and the branch ends over omega", {"params": params.to_dict()}, more={"continuation_chains": chains},
             tail=None if scalar else {"curves": json_value({f"{b.omega:g}": b.curves for b in rows})})
         record_outputs(out, "phase_diagram", identity, files)
-    print_boundary_table(table, error_label(cfg, error_estimate, bracket_widths(rows), interval_omegas(rows)) if errors else "", params.r)
+    print_boundary_table(table, error_label(cfg, error_estimate, rows) if errors else "", params.r)
     if errors and (note := unbarred_note(table, params.r)):
         print(f"attnphase: note: {note}", file=sys.stderr)
     if note := births_note(table, params.r):
@@ -198,7 +198,7 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
 
     r, r_star, errors, first = params.r, params.r_star, runs.errors, tuple(scanned or ())
     # what the err_ columns are, as the printed table's heading says
-    bars = error_label(cfg, error_estimate, bracket_widths(runs.rows), interval_omegas(runs.rows)) if errors else "none"
+    bars = error_label(cfg, error_estimate, runs.rows) if errors else "none"
     version = numerics_version()
     (out / f"{stem}.csv").write_text(csv_text(table, first + csv_columns(r, bool(errors))))
     cells = [{"at": a, "b": b, "err": errors[i] if errors else None, "status": o.status if o.ok else "failed",

@@ -313,8 +313,8 @@ def test_the_error_label_names_an_alpha_l_that_is_an_interval():
     rows = [Boundaries(0.1, 0.7, 0.9, 0.6, 2.0, notes=("alpha_l: the rule's standard error",)),
             Boundaries(0.2, 0.6, 0.598, 0.5, 2.1, notes=(f"alpha_l: the interval [0.57, 0.6261] ... {INTERVAL_NOTE}",))]
     assert interval_omegas(rows) == [0.2]
-    label = error_label(SolverConfig(), 0, False, interval_omegas(rows))
+    label = error_label(SolverConfig(), 0, rows)
     assert label.startswith("standard error over 4 scrambling blocks") and "alpha_l's at omega = 0.2: the half-width" \
         in label
-    assert error_label(SolverConfig(), 0, False, interval_omegas(rows[:1])) == \
+    assert error_label(SolverConfig(), 0, rows[:1]) == \
         "standard error over 4 scrambling blocks of each rule"

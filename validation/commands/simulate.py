@@ -68,11 +68,9 @@ def _check_amp(args: argparse.Namespace) -> None:
         raise ValueError("--max-steps: a gradient-descent option; --algorithm amp's budget is --max-iter")
     if "--lam" in opt.model_options_given(args):
         raise ValueError("--lam: --algorithm amp computes the posterior mean, which has no ridge penalty")
-    if args.amp_tol is None:
-        args.amp_tol = AMP_TOL.get(args.dtype, AMP_TOL["float32"])
     if not 0.0 <= args.damping < 1.0:
         raise ValueError(f"--damping must lie in [0, 1), got {args.damping}")
-    if not (args.amp_tol > 0 and args.amp_tol < float("inf")):
+    if args.amp_tol is not None and not (args.amp_tol > 0 and args.amp_tol < float("inf")):
         raise ValueError(f"--amp-tol must be a finite number > 0, got {args.amp_tol}")
     if args.max_iter < 1:
         raise ValueError(f"--max-iter must be >= 1, got {args.max_iter}")
@@ -118,8 +116,9 @@ def _run_amp(args: argparse.Namespace) -> int:
     from attnphase.validation.amp import AmpConfig
     from attnphase.validation.amp_run import AmpSpec, run_amp
 
+    tol = AMP_TOL.get(args.dtype, AMP_TOL["float32"]) if args.amp_tol is None else args.amp_tol
     spec = AmpSpec(d=args.d, alpha=alpha, seed=args.seed, params=params, device=args.device, dtype=args.dtype,
-                   amp=AmpConfig(damping=args.damping, tol=args.amp_tol, max_iter=args.max_iter))
+                   amp=AmpConfig(damping=args.damping, tol=tol, max_iter=args.max_iter))
     work.begin("running approximate message passing")
     res = run_amp(spec)
     from attnphase.validation.experiments import resolve_device
