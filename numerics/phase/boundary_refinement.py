@@ -97,9 +97,9 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     The semantic point nearest the solve rule's root a (the root finder's last evaluation) is re-solved on
     the finer rule (warm), and alpha_l = a - (eps_g,fine(a) - eps_lin) / slope, with the slope of eps_g the
     solve rule's secant over at least ALPHA_L_SLOPE_SPAN (a multilevel step: the fine rule is solved once).
-    The error is that rule's blocks' (:func:`block_root_error`); without a finer rule (None, or one of no more
-    nodes than the solve rule), where its re-solve fails or where fewer than two of its blocks reproduce the point,
-    the solve rule's root and its error.  A root left without an error bar has a note that says why.
+    The error is that rule's blocks' (:func:`block_root_error`; none without error bars); without a finer rule (None,
+    or one of no more nodes than the solve rule), where its re-solve fails or where fewer than two of its blocks
+    reproduce the point, the solve rule's root and its error.  A root left without an error bar has a note that says why.
     """
     near = sorted(s_on, key=lambda p: abs(p.alpha - alpha_l))
     other = next((p for p in near[1:] if abs(p.alpha - near[0].alpha) >= ALPHA_L_SLOPE_SPAN), None)
@@ -120,7 +120,7 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
     fine_ok = fine.status.converged and fine.branch == "semantic" and slope < 0
     fine_err = block_root_error([fine], gap, slope, fine_cfg) if fine_ok else math.nan
-    if fine_ok and math.isfinite(fine_err):
+    if fine_ok and (math.isfinite(fine_err) or not replicate_count(fine_cfg)):  # (no blocks: no bar asked for)
         return fp.alpha - gap([fine]) / slope, fine_err, ""
     why = ("fewer than two of its blocks reproduce the re-solved point" if fine_ok else
            f"re-solve: {fine.status.message}, {fine.branch}; slope {slope:.2e}")

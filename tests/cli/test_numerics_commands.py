@@ -609,3 +609,17 @@ def test_a_census_start_that_reached_its_label_below_the_floor_says_it_is_the_ag
         main(["census", "--alpha", "0.5", "--quadrature", "sobol8:4"])
     line = next(x for x in capsys.readouterr().err.splitlines() if "start grid q0 0.3, V0 50" in x)
     assert "semantic, e_t = " in line and "(|theta| = 0.00043, below the branch's floor: the agnostic point" in line
+
+
+def test_error_estimate_0_drops_the_bars_not_the_alpha_l_refinement(tmp_path, capsys):
+    """``--error-estimate 0`` is "none (faster)": without blocks the sobol refinement of alpha_l rejected itself
+    ("fewer than two of its blocks reproduce the re-solved point") and alpha_l moved by 3 of its bars (1.48949 +-
+    0.0046 -> 1.49584 at this grid); the numbers are now the same with and without bars."""
+    common = ["phase-diagram", "--omega", "0.3", "--alpha", "0.8,1.4,2", "--precision", "fast", "--quiet", "--json"]
+    assert main(common + ["--out", str(tmp_path / "bars")]) == 0
+    bars = json.loads(capsys.readouterr().out)["rows"][0]
+    assert main(common + ["--out", str(tmp_path / "none"), "--error-estimate", "0"]) == 0
+    none = json.loads(capsys.readouterr().out)["rows"][0]
+    assert none["alpha_l"] == pytest.approx(bars["alpha_l"], rel=1e-12)
+    assert none["alpha_c"] == pytest.approx(bars["alpha_c"], rel=1e-12)
+    assert math.isfinite(bars["err_alpha_l"]) and "err_alpha_l" not in none
