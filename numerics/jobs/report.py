@@ -6,9 +6,10 @@ figures and printed as a table (:mod:`attnphase.numerics.jobs.boundary_table`).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,6 +24,7 @@ from attnphase.numerics.jobs.boundary_table import (
     unbarred_note,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.scalar_boundaries import alpha_c_method
 from attnphase.numerics.jobs.tasks import (
     boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels,
 )
@@ -111,6 +113,9 @@ def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | No
     ``--error-estimate K``), else its own (the rules' blocks, or the bracket widths at r >= 2 or r* >= 2)."""
     errors = ([replicate_spread(reps) for reps in replicas] if replicas is not None
               else [b.errors() for b in rows] if replicate_count(config) or bracket_widths(rows) else None)
+    if replicas is not None:  # alpha_c_method names the spread over the rules its error now is
+        rows = [replace(b, alpha_c_method=alpha_c_method(config, math.nan, len(reps)))
+                if b.alpha_c_method and is_scalar_form(b.r, b.r_star) else b for b, reps in zip(rows, replicas)]
     return BoundaryRuns(rows, errors, outcomes, task_counts(outs), failure_summary(outs), tuple(t.key for t in tasks))
 
 

@@ -24,6 +24,7 @@ from functools import partial
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
@@ -266,15 +267,28 @@ def semantic_above(params: ModelParams, sem: BranchSweep, top: float, beyond: li
     return BranchSweep("semantic", sem.points + above, ext.end, ext.end_side) if above else sem
 
 
+def alpha_c_method(config: SolverConfig, err: float, n_rules: int = 0) -> str:
+    """How the r = r* = 1 alpha_c is located and what its error ``err`` is: the spread over ``n_rules`` >= 2
+    independent rules, else the standard error over the rule's scrambling blocks, or why there is none."""
+    rule = config.alpha_c_quadrature
+    located = ("safeguarded Newton on Delta e_t = e_t(semantic) - e_t(positional)"
+               + (f", corrected by Newton steps with E[M] on {rule}" if rule is not None else ""))
+    if n_rules >= 2:
+        return f"{located}; err = spread over {n_rules} independent rules"
+    if math.isfinite(err):
+        return f"{located}; err = standard error over the rules' scrambling blocks"
+    why = ("--error-estimate 0" if not config.error_bars else
+           "one rule, no scrambling blocks" if not replicate_count(config) else
+           "fewer than two of the rule's blocks gave a root")
+    return f"{located}; no error bar ({why})"
+
+
 def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
     """``b`` with the columns every rank shares filled in from its two sweeps: alpha_c between positional and
-    semantic and how it was located, alpha_l on the semantic branch, eps_lin, and both branch ends."""
+    semantic and how it was located (:func:`alpha_c_method`), alpha_l on the semantic branch, eps_lin, and both
+    branch ends."""
     found = math.isfinite(b.alpha_c)
-    rule = config.alpha_c_quadrature
-    method = ("safeguarded Newton on Delta e_t = e_t(semantic) - e_t(positional)"
-              + (f", corrected by Newton steps with E[M] on {rule}" if rule is not None else "")
-              + ("; err = standard error over the rules' scrambling blocks" if math.isfinite(b.alpha_c_err)
-                 else "; no error bar (one rule, no scrambling blocks)")) if found else ""
+    method = alpha_c_method(config, b.alpha_c_err) if found else ""
     points = [p for sw in (b.semantic, b.positional) if sw is not None for p in sw.points if p.status.converged]
     ends, sides = [], {}
     for sw, default in ((b.semantic, "above"), (b.positional, "below")):

@@ -323,6 +323,7 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     assert main([*argv, "--error-estimate", "1", "--out", str(tmp_path)]) == 2
     assert main([*argv, "--error-estimate", "2", "--out", str(tmp_path)]) == 0
     row = next(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
+    assert row["alpha_c_method"].endswith("err = spread over 2 independent rules")  # the bar it is, as error_bars
     other = phase_boundaries(  # the second rule: every quadrature role's replicate 1 (gh8, sobol16:1:1, ...)
         ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5),
         config=SolverConfig(quadrature="gh6", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,

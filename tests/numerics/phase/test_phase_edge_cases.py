@@ -266,6 +266,13 @@ def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     assert "err = standard error" not in row["alpha_c_method"]
     barred = with_scalar_labels(replace(b, alpha_c_err=2e-4), SolverConfig()).alpha_c_method
     assert "err = standard error over the rules' scrambling blocks" in barred and "no error bar" not in barred
+    # the kind of bar as the run made it: none asked for, or the spread over --error-estimate K rules
+    from attnphase.numerics.phase.scalar_boundaries import alpha_c_method
+
+    off = with_scalar_labels(b, SolverConfig(error_bars=False)).alpha_c_method
+    assert off.endswith("no error bar (--error-estimate 0)")
+    assert alpha_c_method(SolverConfig(quadrature="sobol12"), math.nan, 4).endswith("err = spread over 4 independent "
+                                                                                    "rules")
     none = with_scalar_labels(Boundaries(omega=0.2, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
                                          positional_end=math.nan), SolverConfig())
     assert (none.alpha_c_from, none.alpha_c_method, none.alpha_l_branch, none.ends) == ("", "", "", ())
