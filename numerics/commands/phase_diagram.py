@@ -84,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
 
     work.begin("computing the phase diagram")
     store = task_store(out_dir)
-    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star]}
+    # the job's record: a rerun of another model, grid or solver removes the files it does not write again (the
+    # census CSV of another map)
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star],
+                                    "solver": cfg.as_dict(), "independent_rules": n_rules}
     # --json: the table the job prints goes to stderr; stdout gets phase_diagram.json alone
     with staged_job(out_dir, "phase_diagram", job_model, args.json) as stage:
         from attnphase.numerics.jobs.report import run_phase_diagram

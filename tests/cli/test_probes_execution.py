@@ -371,6 +371,20 @@ def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
     assert "lam=0.01 -> 0.02" in err
 
 
+def test_a_diagram_rerun_with_another_solver_removes_the_census_it_does_not_write(tmp_path, capsys):
+    """phase-diagram --census (global map), then the same grid with --prox aligned and no --census: the first run's
+    phase_diagram_census.csv stayed beside the new diagram (its alpha_c 1.2527 for the new 1.241), no note; the
+    job's record holds the solver now, so the rerun removes it and says why."""
+    out = str(tmp_path / "d")
+    common = ["phase-diagram", "--omega", "0.3", "--alpha", "0.8,1.4,2", "--precision", "fast", "--quiet", "--out", out]
+    assert main([*common, "--census"]) == 0
+    assert (Path(out) / "phase_diagram_census.csv").exists()
+    capsys.readouterr()
+    assert main([*common, "--prox", "aligned"]) == 0
+    assert not (Path(out) / "phase_diagram_census.csv").exists()
+    assert 'solver.prox="global" -> "aligned"' in capsys.readouterr().err
+
+
 # --- an error after the work began: exit code 1, one line, nothing written, the finished tasks kept ------
 
 def test_failure_after_the_work_began_is_exit_1_not_bad_input(tmp_path):
