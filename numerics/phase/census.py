@@ -13,7 +13,8 @@
    (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one of fewer broken symmetries kept
    (a mixed point within the error bars of the positional one is that point), of two alike the one more starts
    reached; a point the blocks do not reproduce, most of its re-solves landing on the one point of another label,
-   merged into that one (:func:`displaced_from`);
+   merged into that one (:func:`displaced_from`); without error bars a point below its branch's floor merged into
+   the point beside it (:func:`_below_floor_merged`);
 4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue` (max Re(lambda)); stable when < 1;
 5. **rank** -- by e_t, lowest first, each point's height above the minimum, Delta = e_t(B) - e_t(A), with its paired
    error (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`) and the combined bar hypot(err_A, err_B).
@@ -224,6 +225,7 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
             _merge_within_errors(entries, entry)
         else:
             entries[target] = _merged(entries[target], entry)
+    entries = _below_floor_merged(entries)
     model = se_params(params)
     entries = [replace(e, leading_eigenvalue=stability_eigenvalue(model, alpha, e.point.overlaps, cfg))
                for e in entries]
@@ -254,6 +256,33 @@ def _merge_within_errors(entries: list[CensusEntry], entry: CensusEntry) -> None
         def rank(e: CensusEntry) -> tuple[int, int]:
             return BROKEN_ORDERS.get(e.point.branch, 0), -len(e.starts)
         entries[same] = _merged(other, entry) if rank(other) <= rank(entry) else _merged(entry, other)
+
+
+#: The label a point of a label has without one of its order parameters (:data:`BRANCH_FLOORS`' names).
+WITHOUT = {("positional", "m"): "agnostic", ("semantic", "th0"): "agnostic", ("mixed", "m"): "semantic",
+           ("mixed", "th0"): "positional"}
+
+
+def _below_floor_merged(entries: list[CensusEntry]) -> list[CensusEntry]:
+    """``entries`` with each point that has no error bars (``--error-estimate 0``: the merge within them cannot test
+    it) and whose order parameter lies below its branch's floor merged into the one point of the label it has
+    without that order parameter (both below: agnostic), where exactly one is listed: the rule's noise next to that
+    point, as the bars would have merged it (``census --error-estimate 0`` listed a positional point of |m| =
+    0.002 beside the agnostic one)."""
+    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
+
+    out = list(entries)
+    for entry in entries:
+        fp = entry.point
+        if entry.errors or not below_floor(fp, fp.branch):
+            continue
+        low = [name for name, floor in BRANCH_FLOORS[fp.branch] if overlap_size(fp, name) < floor]
+        label = WITHOUT[(fp.branch, low[0])] if len(low) == 1 else "agnostic"
+        same = [i for i, e in enumerate(out) if e.point.branch == label]
+        if len(same) == 1 and entry in out:
+            out[same[0]] = _merged(out[same[0]], entry)
+            out.remove(entry)
+    return out
 
 
 def displaced_from(entries: Sequence[CensusEntry], label: str, landed: Sequence[str]) -> int | None:

@@ -506,3 +506,14 @@ def test_a_point_whose_polish_fails_from_its_first_start_is_polished_from_anothe
     assert polished == ["semantic", "agnostic"]  # the first start's point, then the best converged of the others
     assert res.polish_failures == 0 and len(res.points) == 1
     assert res.points[0][1] == ("semantic cold", "agnostic cold", "positional cold")
+
+
+def test_without_bars_a_point_below_its_floor_is_the_point_beside_it(capsys):
+    """``census --error-estimate 0``: with no bars to merge within, a positional point of |m| = 0.002 (the agnostic
+    point at the rule's resolution, its start's progress line said) was listed as a fourth fixed point; with bars
+    the census lists three.  Below the branch's floor it is merged into the agnostic point."""
+    assert main(["census", "--alpha", "1.25", "--omega", "0.3", "--precision", "fast", "--error-estimate", "0",
+                 "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)["fixed_points"]
+    assert sorted(p["branch"] for p in points) == ["agnostic", "positional", "semantic"]
+    assert all(abs(p["m"]) >= 0.02 for p in points if p["branch"] == "positional")
