@@ -64,7 +64,7 @@ def write_curves(result: VariantResult, path: Path) -> Path:
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(CURVE_COLUMNS)
-        writer.writerows([rec.epoch] + [f"{getattr(rec, c):.6g}" for c in CURVE_COLUMNS[1:]] for rec in result.curve)
+        writer.writerows([rec.epoch] + [repr(float(getattr(rec, c))) for c in CURVE_COLUMNS[1:]] for rec in result.curve)
     return path
 
 
@@ -77,7 +77,8 @@ def render_markdown(result: ExperimentResult) -> str:
         f"position's token. {result.n_train} training / {result.n_val} validation sequences "
         f"(distinct), d = {cfg.d_model}, MLP width {cfg.d_hidden}, Adam lr {cfg.lr:g}, "
         f"batch {cfg.batch_size}, {cfg.epochs} epochs. Seed {result.seed}, device "
-        f"`{result.device}`, wall time {result.wall_seconds:.1f} s.", "",
+        f"`{result.device}`, wall time {result.wall_seconds:.1f} s (this run's; the variants trained in "
+        f"{sum(v.train_seconds for v in result.variants.values()):.1f} s when computed, a rerun reads them back).", "",
         f"Majority-class baseline (always predict the most frequent count): "
         f"validation accuracy {result.majority_acc:.4f}.", "",
         "## Variants", "",

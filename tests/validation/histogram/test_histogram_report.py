@@ -88,10 +88,15 @@ def test_params_curves_and_figures(written: Path) -> None:
         assert tuple(rows[0]) == CURVE_COLUMNS
         epochs = TINY.reparam_epochs if name.endswith("_reparam") else TINY.epochs
         assert [int(r[0]) for r in rows[1:]] == list(range(epochs + 1))
+        # every digit (README: CSV keeps them; the curves were rounded to 6 significant digits)
+        digits = [len(v.lstrip("-0.").replace(".", "").split("e")[0]) for r in rows[1:] for v in r[1:]]
+        assert max(digits) > 6
     for png in ("attention_maps.png", "attention_unrestricted.png"):
         assert (written / png).read_bytes()[:4] == b"\x89PNG"
     report = (written / "report.md").read_text()
     assert "positional_reparam" in report and "Majority-class baseline" in report
+    # a rerun from the store said "wall time 0.0 s": the variants' own training time is given beside this run's
+    assert "the variants trained in" in report
 
 
 @pytest.mark.parametrize(
