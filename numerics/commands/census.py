@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
                             progress=None if getattr(args, "quiet", False) else said)
     obj = census_object(res, cfg, n_rules)
     # no bars asked for; or a bar of 0, never silent (as solve's and sweep's error_note): the symmetry holding it at 0
-    obj |= error_note("; ".join(n for n in (exact_zero_rows_note(obj["fixed_points"]), unreproduced_note(res)) if n)
+    obj |= error_note("; ".join(n for n in (exact_zero_rows_note(obj["fixed_points"]), unreproduced_note(res),
+                                            unpaired_note(obj["fixed_points"])) if n)
                       if cfg.error_bars else error_bars_note(cfg, n_rules))
     if out_dir is not None:
         _write(out_dir, obj, res)
@@ -132,6 +133,21 @@ def unreproduced_note(res: Any) -> str:
     return (f"no err_ on {said}: fewer than two of the point's re-solves on the rule's {where} stayed on its branch, "
             "so its error bars are not estimated (a point the rule's jumps displace, or a re-solve that does not "
             "converge there)")
+
+
+def unpaired_note(points: list[dict]) -> str:
+    """The points above the global minimum whose height above it has no paired error (``err_delta_e_t`` and
+    ``separation_paired`` null: fewer than two of the rule's blocks re-solve both on their branches), said ("" when
+    every one has it, or the rows carry no height: r = r* = 1)."""
+    def missing(v: Any) -> bool:
+        return v is None or (isinstance(v, float) and math.isnan(v))
+
+    bare = [p for p in points[1:] if "err_delta_e_t" in p and missing(p["err_delta_e_t"])]
+    if not bare:
+        return ""
+    said = ", ".join(f"{p['branch']} (e_t {p['e_t']:.7g}: {p.get('delta_pairs', 0)} pair)" for p in bare)
+    return (f"err_delta_e_t and separation_paired null on {said}: its height above the global minimum needs the two "
+            "points re-solved on at least two common blocks of the rule (separation_combined uses their own bars)")
 
 
 def _error_source(cfg: Any, n_rules: int) -> str:

@@ -517,3 +517,16 @@ def test_without_bars_a_point_below_its_floor_is_the_point_beside_it(capsys):
     points = json.loads(capsys.readouterr().out)["fixed_points"]
     assert sorted(p["branch"] for p in points) == ["agnostic", "positional", "semantic"]
     assert all(abs(p["m"]) >= 0.02 for p in points if p["branch"] == "positional")
+
+
+def test_a_height_without_its_paired_error_is_said():
+    """``census --rank 2 --alpha 2``: the agnostic point's err_delta_e_t and separation_paired were null (one block
+    pair with the global minimum) and the error note did not say so."""
+    from attnphase.numerics.commands.census import unpaired_note
+
+    rows = [{"branch": "mixed", "e_t": 0.0034, "err_delta_e_t": 0.0, "delta_pairs": 3},
+            {"branch": "semantic", "e_t": 0.0035, "err_delta_e_t": 9.8e-6, "delta_pairs": 3},
+            {"branch": "agnostic", "e_t": 0.00375404, "err_delta_e_t": math.nan, "delta_pairs": 1}]
+    said = unpaired_note(rows)
+    assert said.startswith("err_delta_e_t and separation_paired null on agnostic (e_t 0.00375404: 1 pair)")
+    assert unpaired_note(rows[:2]) == "" and unpaired_note([{"branch": "semantic", "e_t": 0.1}] * 2) == ""
