@@ -79,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
                            error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                            quiet=args.quiet, command=command_line())
     summary = summary | error_note(error_bars_note(cfg, n_rules))
+    if "error_note" not in summary and summary["error_bars"] != "none":
+        from attnphase.numerics.jobs.boundary_table import unbarred_note
+
+        if unbarred := unbarred_note(summary["rows"], models[0].r, at=f"{field},omega"):
+            summary["error_note"] = unbarred  # (said on stderr with the table)
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))

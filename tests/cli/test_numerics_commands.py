@@ -624,3 +624,13 @@ def test_error_estimate_0_drops_the_bars_not_the_alpha_l_refinement(tmp_path, ca
     assert none["alpha_l"] == pytest.approx(bars["alpha_l"], rel=1e-12)
     assert none["alpha_c"] == pytest.approx(bars["alpha_c"], rel=1e-12)
     assert math.isfinite(bars["err_alpha_l"]) and "err_alpha_l" not in none
+
+
+def test_a_boundary_without_a_bar_is_said_in_the_json_too(tmp_path, capsys):
+    """``--branch-end trace``: the traced semantic end carries no bar; stderr said so, phase_diagram.json's
+    error_note did not (README: a missing bar is said in the JSON's error_note)."""
+    assert main(["phase-diagram", "--omega", "0.3", "--alpha", "0.4,1.4,2", "--precision", "fast", "--branch-end",
+                 "trace", "--out", str(tmp_path), "--quiet", "--json"]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert meta["rows"][0]["err_semantic_end"] is None and math.isfinite(meta["rows"][0]["semantic_end"])
+    assert meta["error_note"].startswith("semantic_end has no error bar at omega = 0.3: a traced end")
