@@ -103,11 +103,9 @@ def run(args: argparse.Namespace) -> int:
             meta = meta | {"census": table}
             code = max(int(code or 0), 1 if failed else 0)
     if scalar:
-        meta = meta | error_note(error_bars_note(cfg, n_rules))
-        from attnphase.numerics.jobs.boundary_table import unbarred_note
+        from attnphase.numerics.jobs.boundary_table import with_unbarred_note
 
-        if "error_note" not in meta and (unbarred := unbarred_note(meta["rows"], r)):
-            meta["error_note"] = unbarred  # (said on stderr with the table)
+        meta = with_unbarred_note(meta | error_note(error_bars_note(cfg, n_rules)), r)
     if args.json:
         from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
 

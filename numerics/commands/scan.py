@@ -78,12 +78,9 @@ def run(args: argparse.Namespace) -> int:
         summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                            error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                            quiet=args.quiet, command=command_line())
-    summary = summary | error_note(error_bars_note(cfg, n_rules))
-    if "error_note" not in summary and summary["error_bars"] != "none":
-        from attnphase.numerics.jobs.boundary_table import unbarred_note
+    from attnphase.numerics.jobs.boundary_table import with_unbarred_note
 
-        if unbarred := unbarred_note(summary["rows"], models[0].r, at=f"{field},omega"):
-            summary["error_note"] = unbarred  # (said on stderr with the table)
+    summary = with_unbarred_note(summary | error_note(error_bars_note(cfg, n_rules)), models[0].r, f"{field},omega")
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))

@@ -131,6 +131,16 @@ def unbarred_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     return "; ".join(said)
 
 
+def with_unbarred_note(obj: dict, r: int = 1, at: str = "omega") -> dict:
+    """A boundary table's JSON ``obj`` (its ``rows``, ``error_bars``) with ``error_note`` naming the boundaries
+    located without an error bar (:func:`unbarred_note`, said on stderr with the table), where it has bars and no
+    note yet (a traced end: README, a missing bar is said in the JSON)."""
+    if "error_note" in obj or obj.get("error_bars") == "none":
+        return obj
+    note = unbarred_note(obj["rows"], r, at=at)
+    return obj | {"error_note": note} if note else obj
+
+
 def unlocated_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     """Where a table's boundaries are NaN (not located), said with where to read why ("" where every one is
     located): each boundary and its rows (:func:`rows_named`)."""

@@ -64,7 +64,8 @@ def write_curves(result: VariantResult, path: Path) -> Path:
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(CURVE_COLUMNS)
-        writer.writerows([rec.epoch] + [repr(float(getattr(rec, c))) for c in CURVE_COLUMNS[1:]] for rec in result.curve)
+        writer.writerows([rec.epoch] + [repr(float(getattr(rec, c))) for c in CURVE_COLUMNS[1:]]
+                         for rec in result.curve)
     return path
 
 
