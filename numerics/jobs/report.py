@@ -24,7 +24,7 @@ from attnphase.numerics.jobs.boundary_table import (
     unbarred_note,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
-from attnphase.numerics.phase.scalar_boundaries import alpha_c_method
+from attnphase.numerics.phase.boundary_refinement import alpha_c_method
 from attnphase.numerics.jobs.tasks import (
     boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels,
 )

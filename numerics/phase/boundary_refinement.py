@@ -179,6 +179,22 @@ def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, 
     return refine_alpha_l(list(s_on), alpha_l, cfg)
 
 
+def alpha_c_method(config: SolverConfig, err: float, n_rules: int = 0) -> str:
+    """How the r = r* = 1 alpha_c is located and what its error ``err`` is: the spread over ``n_rules`` >= 2
+    independent rules, else the standard error over the rule's scrambling blocks, or why there is none."""
+    rule = config.alpha_c_quadrature
+    located = ("safeguarded Newton on Delta e_t = e_t(semantic) - e_t(positional)"
+               + (f", corrected by Newton steps with E[M] on {rule}" if rule is not None else ""))
+    if n_rules >= 2:
+        return f"{located}; err = spread over {n_rules} independent rules"
+    if math.isfinite(err):
+        return f"{located}; err = standard error over the rules' scrambling blocks"
+    why = ("--error-estimate 0" if not config.error_bars else
+           "one rule, no scrambling blocks" if not replicate_count(config) else
+           "fewer than two of the rule's blocks gave a root")
+    return f"{located}; no error bar ({why})"
+
+
 #: How a row's notes say that its alpha_l is an interval's centre, its error the half-width (:func:`alpha_l_interval`).
 INTERVAL_NOTE = "as its centre +- half-width"
 

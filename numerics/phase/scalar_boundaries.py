@@ -24,11 +24,11 @@ from functools import partial
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
-from attnphase.numerics.phase.boundary_refinement import alpha_l_interval, corrected_alpha_c, refined_alpha_l
+from attnphase.numerics.phase.boundary_refinement import (alpha_c_method, alpha_l_interval, corrected_alpha_c,
+                                                            refined_alpha_l)
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns, exists_side
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension,
@@ -265,22 +265,6 @@ def semantic_above(params: ModelParams, sem: BranchSweep, top: float, beyond: li
     ext = sweep(params, [top, *beyond], "semantic", **kw)
     above = [p for p in ext.on_branch() if p.alpha > top]
     return BranchSweep("semantic", sem.points + above, ext.end, ext.end_side) if above else sem
-
-
-def alpha_c_method(config: SolverConfig, err: float, n_rules: int = 0) -> str:
-    """How the r = r* = 1 alpha_c is located and what its error ``err`` is: the spread over ``n_rules`` >= 2
-    independent rules, else the standard error over the rule's scrambling blocks, or why there is none."""
-    rule = config.alpha_c_quadrature
-    located = ("safeguarded Newton on Delta e_t = e_t(semantic) - e_t(positional)"
-               + (f", corrected by Newton steps with E[M] on {rule}" if rule is not None else ""))
-    if n_rules >= 2:
-        return f"{located}; err = spread over {n_rules} independent rules"
-    if math.isfinite(err):
-        return f"{located}; err = standard error over the rules' scrambling blocks"
-    why = ("--error-estimate 0" if not config.error_bars else
-           "one rule, no scrambling blocks" if not replicate_count(config) else
-           "fewer than two of the rule's blocks gave a root")
-    return f"{located}; no error bar ({why})"
 
 
 def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:

@@ -267,7 +267,7 @@ def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     barred = with_scalar_labels(replace(b, alpha_c_err=2e-4), SolverConfig()).alpha_c_method
     assert "err = standard error over the rules' scrambling blocks" in barred and "no error bar" not in barred
     # the kind of bar as the run made it: none asked for, or the spread over --error-estimate K rules
-    from attnphase.numerics.phase.scalar_boundaries import alpha_c_method
+    from attnphase.numerics.phase.boundary_refinement import alpha_c_method
 
     off = with_scalar_labels(b, SolverConfig(error_bars=False)).alpha_c_method
     assert off.endswith("no error bar (--error-estimate 0)")
