@@ -63,6 +63,12 @@ def runaway_student(fp) -> str:
             f"being {fp.params.rho0 * fp.params.r_star:g}; a small lam > 0 gives the limit lam -> 0+)")
 
 
+def not_found(fp, branch: str) -> str:
+    """The head of every reason that ``fp`` is no point of ``branch``: "no <branch> fixed point found at alpha = ...,
+    omega = ..." (the solve converged elsewhere, or below the branch's floor)."""
+    return f"no {branch} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}"
+
+
 def _reason(fp, requested: str) -> str:
     """Why ``fp`` is not a result on the requested branch ("" when it is)."""
     if not fp.status.converged:
@@ -72,7 +78,7 @@ def _reason(fp, requested: str) -> str:
     if fp.branch != requested:
         # the evidence of an absent branch (numerics.se.stalls.judge_agnostic_image)
         evidence = f" ({fp.status.message})" if fp.status.message.startswith("absent:") else ""
-        return (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
+        return (f"{not_found(fp, requested)}: "
                 f"the solve from the {requested} start converged to the {fp.branch} one"
                 f"{zero_student(fp)}{evidence}")
     return ""

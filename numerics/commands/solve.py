@@ -15,7 +15,7 @@ from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import error_note, point_setup
 from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, matrix_bars_note,
-                                                      matrix_unresolved_order_warning, max_relative_error,
+                                                      matrix_unresolved_order_warning, max_relative_error, not_found,
                                                       precision_note, print_record, solve_record,
                                                       unresolved_order_warning)
 
@@ -107,7 +107,7 @@ def floor_reason(fp: Any, branch: str) -> str:
         return ""
     sizes = ", ".join(f"|{name}| = {overlap_size(fp, name):.3g} (floor {floor:g})"
                       for name, floor in BRANCH_FLOORS[branch])
-    return (f"no {branch} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: the solve reached "
+    return (f"{not_found(fp, branch)}: the solve reached "
             f"a point whose {branch} order parameter is below the branch's floor ({sizes}): the rule's noise next to "
             "a fixed point of fewer broken symmetries, not a point of the branch (a finer --quadrature may reach "
             "the branch; `attnphase census` at this alpha lists the fixed points that converge here)")
@@ -131,7 +131,7 @@ def _beside_reason(fp: Any, branch: str, cfg: Any) -> tuple[str, bool]:
     from attnphase.numerics.se.se_map import model_rule
 
     absent, note = beside_note(fp, branch, model_rule(fp.params, cfg), cfg)
-    return (f"no {branch} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: {note}", not absent) \
+    return (f"{not_found(fp, branch)}: {note}", not absent) \
         if note else ("", False)
 
 
