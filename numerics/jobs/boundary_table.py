@@ -110,8 +110,8 @@ def rows_named(rows: list[dict], at: str = "omega") -> str:
 
 #: Why a boundary located by a method has no error bar (the ends' ``<branch>_end_method``).
 NO_BAR_METHODS = {"trace": "a traced end is the extreme alpha its trace reached along the branch (--branch-end trace, or "
-                            "where the eigenvalue search fails), not a root the rule's blocks move, so it carries none "
-                            "(docs/method.md section 5)"}
+                            "where the eigenvalue search fails; re-solved there on the finer end rule), not a root the "
+                            "rule's blocks move, so it carries none (docs/method.md section 5)"}
 
 
 def unbarred_note(table: list[dict], r: int = 1, at: str = "omega") -> str:

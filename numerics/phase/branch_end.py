@@ -21,7 +21,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
 from attnphase.numerics.phase.bifurcation import branch_bifurcation
-from attnphase.numerics.quadrature.rules import finer_rule
+from attnphase.numerics.phase.end_rule import points_below_crossing, traced_end_on_finer
 from attnphase.numerics.se.fixed_order_solve import solve_at_order
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
@@ -148,7 +148,7 @@ def locate_branch_end(
     if (branch, direction) == ("semantic", "down") and not good.is_matrix:
         traced = trace_branch_end(params, good, branch, config=config)
         if traced.kind != STOPPED:
-            return replace(traced, note=note)
+            return finer_trace(params, traced, branch, config, note)
         note = "; ".join(n for n in (note, traced.note) if n)  # the end lies past the trace: bisected below
 
     def holds(alpha: float, start: FixedPoint) -> FixedPoint | None:
@@ -157,6 +157,20 @@ def locate_branch_end(
 
     alpha = bisect_last_true(holds, good.alpha, good, failed.alpha, bisection_tol)
     return BranchEnd(alpha, "fold" if failed.status.converged else "solver failure", "bisection", note=note)
+
+
+def finer_trace(params: ModelParams, traced: BranchEnd, branch: str, config: SolverConfig, note: str) -> BranchEnd:
+    """The traced end ``traced`` at its extreme point's order parameter on the finer end rule
+    (:func:`~attnphase.numerics.phase.end_rule.traced_end_on_finer`; the solve rule's alpha kept as
+    ``solve_rule_alpha``), with ``note`` and the check's own; unchanged where the check finds no alpha."""
+    extreme = [p for p in traced.points if p.alpha == traced.alpha]
+    if not extreme:
+        return replace(traced, note=note)
+    alpha, checked = traced_end_on_finer(params, extreme[0], branch, config)
+    note = "; ".join(n for n in (note, checked) if n)
+    if math.isnan(alpha):
+        return replace(traced, note=note)
+    return replace(traced, alpha=alpha, note=note, solve_rule_alpha=traced.alpha)
 
 
 def bifurcation_end(
@@ -233,33 +247,6 @@ def points_to_check(bif, lowest: float, down: bool) -> bool:
     """Whether :func:`points_below_crossing` decides the crossing ``bif``: a converged one going the end's way of a
     branch followed ``down`` (semantic) whose lowest grid point, at ``lowest``, lies below it on the solve rule."""
     return down and bif.converged and bif.solve_rule_alpha > lowest and not crossing_rejected(bif, None, True)
-
-
-def points_below_crossing(params: ModelParams, good: FixedPoint, crossing: float, cfg: SolverConfig) -> tuple[str, str]:
-    """Whether the semantic branch's points below its eigenvalue crossing (at ``crossing`` on the solve rule;
-    ``good`` the lowest of them) are the branch's: (why they are, "" where they are not; the note saying so).
-
-    Below a supercritical crossing the agnostic point is the only fixed point, but near the end the theta direction
-    is soft and the solve rule's alpha(theta) can lie below the branch's (``sweep --sigma 0.4,0.6 --omega 0.15
-    --branch semantic``: at theta = 0.103 alpha 0.610 on ``sobol10:4``, 0.6525 on ``sobol12:4``, 0.6537 on
-    ``sobol13:4``, the crossing 0.6375).  So at ``good``'s theta alpha is solved for (fixed theta, warm from
-    ``good``) on ``cfg.end_quadrature``, a finer rule: where it lies above the crossing the points below it are the
-    solve rule's and the crossing is the end; where it does not (a subcritical crossing, its end a fold below), or the
-    solve does not converge, the trace decides."""
-    finer = finer_rule(params.L, cfg.end_quadrature, cfg.quadrature)
-    theta = abs(float(good.overlaps.th0))
-    if finer is None:
-        return f"the branch has points below its crossing at {crossing:.4f} and no finer end rule to check them", ""
-    fp = solve_at_order(params, "th0", theta, replace(good.overlaps, th0=theta), config=replace(cfg, quadrature=finer))
-    if not (fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)):
-        return (f"the branch has points below its crossing at {crossing:.4f}; on {finer} at theta = {theta:.3g} "
-                "(its lowest point's) the solve does not converge"), ""
-    if fp.alpha <= crossing:
-        return (f"the branch has points below its crossing at {crossing:.4f}, on {finer} too (theta = {theta:.3g} at "
-                f"alpha = {fp.alpha:.4f})"), ""
-    return "", (f"at theta = {theta:.3g} (the point at {good.alpha:.4g}) {finer}, a finer rule, puts the branch at "
-                f"alpha = {fp.alpha:.4f}, above the crossing: below it the points are the solve rule's, not the "
-                "branch's")
 
 
 def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,

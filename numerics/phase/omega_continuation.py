@@ -19,7 +19,8 @@ from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refi
 from attnphase.numerics.phase.brackets import (ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_e_t, first_solvable,
                                               grid_extension)
 from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_from, crossing_rejected, end_note, on_branch,
-                                                 points_below_crossing, points_to_check)
+                                                 points_to_check)
+from attnphase.numerics.phase.end_rule import points_below_crossing
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries, with_scalar_labels
@@ -233,7 +234,7 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
     """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from ``guess`` (the
     agnostic start: ``last``, the branch's last grid point), accepted beyond the branch's last grid point and
     crossing the right way.  Semantic: the grid ``points`` below a crossing the right way are dropped where
-    :func:`~attnphase.numerics.phase.branch_end.points_below_crossing` finds them the solve rule's (its note is the
+    :func:`~attnphase.numerics.phase.end_rule.points_below_crossing` finds them the solve rule's (its note is the
     end's), as for an omega computed on its own; where it does not, ContinuationFailed (that omega is computed on its
     own, its end traced).  The caller continues the next grid point up where no point is left."""
     bif = bifurcation_from(params, last, direction, cfg, guess, step)

@@ -641,7 +641,8 @@ def test_semantic_points_below_the_crossing_that_a_finer_rule_puts_above_it_are_
     eigenvalue's crossing 0.6375, and a trace from them gave the end 0.5504; at their theta (0.103 at alpha = 0.61)
     alpha solved for on the end rule lies above the crossing (0.6525), so they are the solve rule's and the crossing
     is the end.  A crossing above that alpha leaves the points to the branch (the trace decides)."""
-    from attnphase.numerics.phase.branch_end import on_branch, points_below_crossing
+    from attnphase.numerics.phase.branch_end import on_branch
+    from attnphase.numerics.phase.end_rule import points_below_crossing
 
     params = ModelParams(omega=0.15, sigma=(0.4, 0.6))
     good = solve(params, 0.61, "semantic")
@@ -652,6 +653,24 @@ def test_semantic_points_below_the_crossing_that_a_finer_rule_puts_above_it_are_
     assert 0.6375 < above < 0.67, note
     why, note = points_below_crossing(params, good, above + 0.01, SolverConfig())
     assert note == "" and "on sobol12:4 too" in why, why
+
+
+def test_a_traced_end_is_resolved_on_the_finer_end_rule():
+    """``phase-diagram --precision fast --branch-end trace --omega 0.3``: the fixed-theta trace on the fast tier's
+    solve rule (sobol8:4) reached alpha = 0.5577 at theta = 0.02, where sobol10:4 (its end rule) puts the branch at
+    0.7157 and the eigenvalue crossing lies at 0.7009 +- 0.0067: the end is alpha at the trace's extreme theta on the
+    end rule, the solve rule's kept beside it; without a finer end rule the trace's own."""
+    from attnphase.numerics.phase.branch_end import locate_branch_end
+
+    params = ModelParams(omega=0.3)
+    cfg = SolverConfig.for_precision("fast", branch_end="trace")
+    good = solve(params, 0.9, "semantic", config=cfg)
+    failed = solve(params, 0.5, "semantic", config=cfg)
+    end = locate_branch_end(params, "semantic", "down", good, 0.9, failed, None, cfg)
+    assert end.method == "trace" and end.solve_rule_alpha < 0.6, end
+    assert 0.69 < end.alpha < 0.74 and "sobol10:4, a finer rule" in end.note, end
+    same = locate_branch_end(params, "semantic", "down", good, 0.9, failed, None, replace(cfg, end_quadrature=None))
+    assert same.alpha == end.solve_rule_alpha and math.isnan(same.solve_rule_alpha)
 
 
 def test_a_crossing_above_the_branchs_last_grid_point_is_the_end_where_those_points_are_the_solve_rules(monkeypatch):
