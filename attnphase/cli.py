@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from attnphase import __version__, outputs, work
+from attnphase import __version__, options, outputs, work
 
 #: The command modules, in help order.
 COMMANDS = ("attnphase.theory.commands.derive", "attnphase.numerics.commands.solve",
@@ -41,9 +41,12 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D401 - argparse API
         """argparse's, after a one-line error where an option that takes a value is given twice (``--alpha 2 --alpha
-        3``; argparse would keep the last one silently); a flag given twice means the same as once."""
+        3``; argparse would keep the last one silently); a flag given twice means the same as once.  The namespace
+        records the options on the command line (:data:`~attnphase.options.GIVEN_OPTIONS`, every spelling of each):
+        an option given at its default value is given (:func:`~attnphase.options.option_given`)."""
         tokens = [] if args is None else list(args)
         seen: dict[str, str] = {}
+        given: set[str] = set()
         for i, tok in enumerate(tokens):
             if tok == "--":
                 break
@@ -51,13 +54,19 @@ class _Parser(argparse.ArgumentParser):
                 continue
             name, eq, inline = tok.partition("=")
             action = self._option_string_actions.get(name)
-            if action is None or action.nargs == 0:
+            if action is None:
+                continue
+            given.update(action.option_strings)
+            if action.nargs == 0:
                 continue
             value = inline if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             if action.dest in seen:
                 self.error(f"{name} is given twice ({seen[action.dest]!r} and {value!r}): give each option once")
             seen[action.dest] = value
-        return super().parse_known_args(args, namespace)
+        ns, extras = super().parse_known_args(args, namespace)
+        # a command's parser records its options first; the top-level parser adds its own
+        setattr(ns, options.GIVEN_OPTIONS, frozenset(given) | getattr(ns, options.GIVEN_OPTIONS, frozenset()))
+        return ns, extras
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
         """One line, the same prefix as every other error: ``attnphase: error: ... (see PROG --help)``."""

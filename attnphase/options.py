@@ -170,13 +170,26 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
     return SCAN_OPTIONS[option], values, models, omegas
 
 
+#: The namespace attribute where the command-line parser records the options given (every spelling of each).
+GIVEN_OPTIONS = "given_options"
+
+
+def option_given(args: argparse.Namespace, option: str, default: Any) -> bool:
+    """Whether ``option`` (``"--lam"``) was given: on the command line, as the parser records it
+    (:data:`GIVEN_OPTIONS`), even at its default value; in a namespace built otherwise, where its value is not
+    ``default``."""
+    seen = getattr(args, GIVEN_OPTIONS, None)
+    if seen is not None:
+        return option in seen
+    return getattr(args, option[2:].replace("-", "_"), default) != default
+
+
 def model_options_given(args: argparse.Namespace) -> list[str]:
-    """The model options set to something other than their default (for a command that fixes its own models)."""
+    """The model options given (:func:`option_given`; for a command that fixes its own models)."""
     ref = argparse.ArgumentParser()
     add_model_options(ref)
     defaults = vars(ref.parse_args([]))
-    dests = {option: option[2:].replace("-", "_") for option, _ in MODEL_OPTIONS}
-    return [option for option, dest in dests.items() if getattr(args, dest, None) != defaults[dest]]
+    return [option for option, _ in MODEL_OPTIONS if option_given(args, option, defaults[option[2:].replace("-", "_")])]
 
 
 def _matrix(text: str | None, option: str) -> Any:

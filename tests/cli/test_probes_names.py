@@ -90,9 +90,10 @@ def test_bayes_optimal_records_leave_out_lam_and_loss(capsys):
     rec = json.loads(capsys.readouterr().out)
     assert not {"lam", "loss"} & set(rec) and rec["rho0"] == 1.0 and rec["L"] == 2
     for argv in (["solve", "--alpha", "0.3"], ["sweep", "--alpha", "0.3,0.4"], ["phase-diagram", "--alpha", "0.3,0.4"]):
-        assert main([*argv, "--estimator", "bayes-optimal", "--lam", "0.1"]) == 2, argv
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("attnphase: error: --lam 0.1") and "no ridge penalty" in err[0]
+        for lam in ("0.1", "0.01"):  # 0.01 is ERM's default: given, it is refused all the same
+            assert main([*argv, "--estimator", "bayes-optimal", "--lam", lam]) == 2, argv
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(f"attnphase: error: --lam {lam}") and "no ridge penalty" in err[0]
 
 
 def test_bayes_optimal_sweep_runs_on_workers_and_resumes(tmp_path, capsys):

@@ -58,6 +58,11 @@ def test_simulate_amp_budget_exit_1(capsys):
     (["--algorithm", "sgd"], "--algorithm"),
     (["--damping", "0.5"], "--damping"),
     (["--max-iter", "10"], "--max-iter"),
+    # an option that does not apply is refused at its default value too
+    (["--algorithm", "amp", "--max-steps", "20000"], "--max-steps"),
+    (["--algorithm", "amp", "--lam", "0.01"], "--lam"),
+    (["--max-iter", "500"], "--max-iter"),
+    (["--damping", "0"], "--damping"),
 ])
 def test_simulate_amp_bad_arguments(argv, word, capsys):
     code = main(["simulate", "--json", *argv])

@@ -64,7 +64,7 @@ def _check_amp(args: argparse.Namespace) -> None:
         if value is not None:
             raise ValueError(f"{option}: a gradient-descent option; --algorithm amp runs approximate message passing "
                              f"from a small random start (docs/bayes-optimal.md)")
-    if args.max_steps != 20000:
+    if opt.option_given(args, "--max-steps", 20000):
         raise ValueError("--max-steps: a gradient-descent option; --algorithm amp's budget is --max-iter")
     if "--lam" in opt.model_options_given(args):
         raise ValueError("--lam: --algorithm amp computes the posterior mean, which has no ridge penalty")
@@ -162,9 +162,8 @@ def run(args: argparse.Namespace) -> int:
     for dest, default in (("init", "semantic"), ("optimizer", "gd"), ("n_test", 10000)):  # gd's defaults
         if getattr(args, dest) is None:
             setattr(args, dest, default)
-    for option, value, default in (("--damping", args.damping, 0.0), ("--amp-tol", args.amp_tol, None),
-                                   ("--max-iter", args.max_iter, 500)):
-        if value != default:
+    for option, default in (("--damping", 0.0), ("--amp-tol", None), ("--max-iter", 500)):
+        if opt.option_given(args, option, default):
             raise ValueError(f"{option}: an AMP option; add --algorithm amp")
     check_choice(args.init, ("semantic", "positional", "random"), "--init")
     check_choice(args.optimizer, ("gd", "adam"), "--optimizer")
