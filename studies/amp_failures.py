@@ -106,7 +106,7 @@ def main() -> None:
                               *((f"informed start m0 = {m0}", AmpConfig(max_iter=1000), informed_start(Qs, m0, d))
                                 for m0 in (0.05, 0.3, 0.99))):
         r = gamp(data.X, Y, p.rho0, teacher.Qstar, generator(args.seed, "amp"), cfg, start=start)
-        print(f"  AMP, {label}: {r.status} after {r.iterations} iterations, m = {r.m:+.4f}, q = {r.q:.4f}")
+        print(f"  AMP, {label}: {r.status} after {r.iterations} iterations, theta = {r.theta:+.4f}, q = {r.q:.4f}")
     for label, kw, m0 in (("diagonal Onsager block, from m0 = 0.99", {}, 0.99),
                           ("full L x L Onsager block, from m0 = 0.99", {"block": True}, 0.99),
                           ("g and Ahat damped 0.5, from m0 = 0.99", {"damp_g": 0.5}, 0.99),
@@ -118,7 +118,7 @@ def main() -> None:
             print(f"    {line}")
     r = gamp(data.X, Y, p.rho0, teacher.Qstar, generator(args.seed, "amp"),
              AmpConfig(max_iter=3000, damping=0.9, adaptive=False), start=informed_start(Qs, 0.99, d))
-    path = ", ".join(f"t = {t}: {r.m_path[t]:+.3f}" for t in (10, 100, 200, 400, 800, 1500, 3000) if t < len(r.m_path))
+    path = ", ".join(f"t = {t}: {r.theta_path[t]:+.3f}" for t in (10, 100, 200, 400, 800, 1500, 3000) if t < len(r.theta_path))
     print(f"  fixed step theta = 0.1 from m0 = 0.99 ({r.status} after {r.iterations}): m at {path}")
     ev = linearised_spectrum(data.X, Y, p.rho0)
     top = ev[np.argsort(-np.abs(ev))[:4]]

@@ -1,7 +1,7 @@
 """AMP at finite d over seeds against the Bayes-optimal state evolution (docs/bayes-optimal.md, "AMP at finite d").
 
-One line per call: mean |m| over the seeds with its standard error, the state evolution's q0, every run's status
-(c converged, b budget) and |m|, the iterations, the escape iteration (the first with |m_t| > q0 / 2), how far |m| still moves in the budget runs (its standard
+One line per call: mean |theta| over the seeds with its standard error, the state evolution's q0, every run's status
+(c converged, b budget) and |theta|, the iterations, the escape iteration (the first with |theta_t| > q0 / 2), how far |theta| still moves in the budget runs (its standard
 deviation over their last 200 iterations), the converged runs' mean and how often the adaptive damping halved its step;
 ``--init-scale``/``--damping``/``--adaptive`` (the step halved on oscillation)/``--start spectral`` change the AMP
 configuration (validation/amp.py; ``--damp-after N``: N undamped iterations, then ``--damping``; ``--max-iter``,
@@ -25,8 +25,8 @@ from attnphase.validation.amp_run import AmpSpec, run_amp
 
 
 def escape(r) -> int | str:
-    """The first iteration at which |m_t| exceeds half the state evolution's q0 ("-" if none)."""
-    return next((t for t, m in enumerate(r.m_path) if abs(m) > 0.5 * r.se_q0), "-")
+    """The first iteration at which |theta_t| exceeds half the state evolution's q0 ("-" if none)."""
+    return next((t for t, m in enumerate(r.theta_path) if abs(m) > 0.5 * r.se_q0), "-")
 
 
 def main() -> None:
@@ -51,16 +51,16 @@ def main() -> None:
     t0 = time.perf_counter()
     runs = [run_amp(AmpSpec(d=args.d, alpha=args.alpha, seed=s, params=ModelParams(), amp=cfg, device="cpu"))
             for s in range(args.first_seed, args.first_seed + args.seeds)]
-    m = np.array([abs(r.m) for r in runs])
+    m = np.array([abs(r.theta) for r in runs])
     conv = np.array([r.converged for r in runs])
     se = lambda x: float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan  # noqa: E731
-    print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {args.start} start, {'adaptive' if args.adaptive else 'fixed'} step: mean |m| = {m.mean():.4f} +- {se(m):.4f}, "
+    print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {args.start} start, {'adaptive' if args.adaptive else 'fixed'} step: mean |theta| = {m.mean():.4f} +- {se(m):.4f}, "
           f"SE q0 = {runs[0].se_q0:.4f}, z = {(m.mean() - runs[0].se_q0) / se(m):+.2f}; "
-          f"status {''.join(r.status[0] for r in runs)}; |m| {np.round(m, 3).tolist()}; "
+          f"status {''.join(r.status[0] for r in runs)}; |theta| {np.round(m, 3).tolist()}; "
           f"step halvings {[r.halvings for r in runs]}; iterations {[r.iterations for r in runs]}; "
-          f"escape iteration (first t with |m_t| > q0 / 2; - never) {[escape(r) for r in runs]}; "
-          f"std of |m| over the last 200 iterations of the budget runs "
-          f"{[round(float(np.abs(r.m_path[-200:]).std()), 4) for r in runs if r.status == 'budget']}; "
+          f"escape iteration (first t with |theta_t| > q0 / 2; - never) {[escape(r) for r in runs]}; "
+          f"std of |theta| over the last 200 iterations of the budget runs "
+          f"{[round(float(np.abs(r.theta_path[-200:]).std()), 4) for r in runs if r.status == 'budget']}; "
           f"converged runs' mean {m[conv].mean() if conv.any() else math.nan:.4f} +- {se(m[conv]):.4f} "
           f"({int(conv.sum())} runs); {time.perf_counter() - t0:.0f} s")
 

@@ -4,8 +4,8 @@
 Per seed at one (d, alpha): the spectral direction's cosine with Q* (validation/amp_spectral.py, shift c of
 T = G (G + c I)^-1, ``--shift``) and its CPU seconds, and, from the random start (``AmpConfig()``) and from the
 spectral one (``AmpConfig(start="spectral")``, the same norm ``--init-scale``, default the random start's 1e-4),
-the final |m|, the status (c converged, b budget) and the iterations; then the means over the seeds with their
-standard errors against the state evolution's q0, and the largest |difference| of the two final |m|.
+the final |theta|, the status (c converged, b budget) and the iterations; then the means over the seeds with their
+standard errors against the state evolution's q0, and the largest |difference| of the two final |theta|.
 One torch thread; ``--max-iter`` 1000 as ``validate``'s plan.
 
     nice -n 10 python studies/amp_spectral_start.py --d 4000 --alpha 0.4 --seeds 3     # ~3 min CPU
@@ -57,10 +57,10 @@ def main() -> None:
         cos = abs(float(e @ Qs)) / float(Qs.norm())
         start = math.sqrt(args.init_scale * p.rho0 * args.d) * e
         sp = gamp(data.X, Y, p.rho0, teacher.Qstar, generator(s, "amp"), cfg, start=start)  # draws nothing it uses
-        rand.append(abs(r.m))
-        spec.append(abs(sp.m))
-        print(f"seed {s}: spectral cosine {cos:.3f} ({t_spec:.1f} CPU-s); random start |m| = {abs(r.m):.4f} "
-              f"({r.status[0]}, {r.iterations}); spectral start |m| = {abs(sp.m):.4f} ({sp.status[0]}, {sp.iterations})",
+        rand.append(abs(r.theta))
+        spec.append(abs(sp.theta))
+        print(f"seed {s}: spectral cosine {cos:.3f} ({t_spec:.1f} CPU-s); random start |theta| = {abs(r.theta):.4f} "
+              f"({r.status[0]}, {r.iterations}); spectral start |theta| = {abs(sp.theta):.4f} ({sp.status[0]}, {sp.iterations})",
               flush=True)
     se = lambda x: float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan  # noqa: E731
     print(f"d = {args.d}, alpha = {args.alpha}, SE q0 = {q0:.4f}: random {np.mean(rand):.4f} +- {se(rand):.4f}, "

@@ -116,7 +116,7 @@ def main() -> None:
         data = sample(teacher, n, generator(seed, "train"))
         g = generator(seed, "amp")
         r = gamp(data.X, revealed_fields(data.hstar, g), p.rho0, teacher.Qstar, g, cfg)
-        am, aq = np.abs(np.asarray(r.m_path)), np.asarray(r.q_path)
+        am, aq = np.abs(np.asarray(r.theta_path)), np.asarray(r.q_path)
         se = trajectory(alpha, am[0], aq[0], p.rho0, args.steps, p, nodes)
         cols = "; ".join(f"t={t}: AMP {am[t]:.3f}/{aq[t]:.3f} SE {se[t, 0]:.3f}/{se[t, 1]:.3f}"
                          for t in ts if t < am.size)

@@ -3,18 +3,18 @@ docs/data/amp_validation/).
 
 AMP (``simulate --algorithm amp``) at every (alpha, d, seed) of :func:`attnphase.validation.amp_validation.amp_plan`
 on the default model (200 runs), against the Bayes-optimal state evolution's q0 on the branch AMP follows from its
-small start (the uninformative one).  Per (alpha, d): the mean of |m| = |Qhat . Q*| / d over the seeds, its standard
-error err_mean_abs_m = std / sqrt(n), q0 at alpha = n / d, z = (mean - q0) / max(err, M_RESOLUTION); per alpha the
+small start (the uninformative one).  Per (alpha, d): the mean of |theta| = |Qhat . Q*| / d over the seeds, its standard
+error err_mean_abs_theta = std / sqrt(n), q0 at alpha = n / d, z = (mean - q0) / max(err, THETA_RESOLUTION); per alpha the
 finite-size fit a + b / d^p of the form the data choose and the verdict -- :func:`amp_rows` and :func:`amp_trends`,
 recomputed here from the runs, so the tables follow the code's current rule.  Writes into ``--out``:
 
-* ``amp_runs.csv``: every run (alpha, d, seed, m, q, iterations, converged, status, se_q0, seconds);
-* ``amp_validation.csv``: per (alpha, d) the means, ``err_mean_abs_m``, q0, z, runs converged and near 0;
+* ``amp_runs.csv``: every run (alpha, d, seed, theta, q, iterations, converged, status, se_q0, seconds);
+* ``amp_validation.csv``: per (alpha, d) the means, ``err_mean_abs_theta``, q0, z, runs converged and near 0;
 * ``amp_validation_fits.csv``: per alpha the finite-size fit (``fit_a`` with ``err_fit_a``, ``fit_b``, form, both
   chi^2) and the verdict;
 * ``amp_validation.json``: the model, the plan, the rule's constants, the cost (wall and CPU seconds), where the runs
   come from and the command;
-* ``amp_validation.png``: mean |m| +- err against alpha, one marker per d, over the state evolution's q0(alpha).
+* ``amp_validation.png``: mean |theta| +- err against alpha, one marker per d, over the state evolution's q0(alpha).
 
     python studies/amp_validation_data.py --out docs/data/amp_validation        # the plan itself, ~560 CPU-s
     python studies/amp_validation_data.py --out docs/data/amp_validation --from RESULT.json
@@ -41,11 +41,11 @@ from attnphase.execution.dataset import csv_text
 from attnphase.numerics.se.bayes import BayesModel
 from attnphase.numerics.se.bayes_curve import bayes_curve
 from attnphase.theory.params import ModelParams
-from attnphase.validation.amp_validation import AGREE_Z, M_RESOLUTION, amp_plan, amp_rows, amp_trends, run_amp_plan
+from attnphase.validation.amp_validation import AGREE_Z, THETA_RESOLUTION, amp_plan, amp_rows, amp_trends, run_amp_plan
 from attnphase.validation.finite_size import FIT_POWERS
 
-RUN_COLUMNS = ("alpha", "d", "seed", "m", "q", "iterations", "converged", "status", "se_q0", "seconds")
-ROW_COLUMNS = ("alpha", "d", "n_runs", "mean_abs_m", "err_mean_abs_m", "std_abs_m", "se_q0", "z", "converged",
+RUN_COLUMNS = ("alpha", "d", "seed", "theta", "q", "iterations", "converged", "status", "se_q0", "seconds")
+ROW_COLUMNS = ("alpha", "d", "n_runs", "mean_abs_theta", "err_mean_abs_theta", "std_abs_theta", "se_q0", "z", "converged",
                "near_zero")
 FIT_COLUMNS = ("alpha", "se_q0", "d_max", "z_at_d_max", "fit_form", "fit_a", "err_fit_a", "fit_b", "fit_chi2",
                "fit_chi2_other", "verdict")
@@ -55,7 +55,7 @@ COMMAND = "python studies/amp_validation_data.py --out docs/data/amp_validation"
 def saved_runs(out: Path) -> tuple[dict[str, Any], str]:
     """The plan's result as a previous call wrote it into ``out``: the runs of ``amp_runs.csv``, the cost and origin
     of ``amp_validation.json``."""
-    types = {"alpha": float, "d": int, "seed": int, "m": float, "q": float, "iterations": int,
+    types = {"alpha": float, "d": int, "seed": int, "theta": float, "q": float, "iterations": int,
              "converged": lambda v: bool(int(v)), "status": str, "se_q0": float, "seconds": float}
     with open(out / "amp_runs.csv") as fh:
         runs = [{k: types[k](v) for k, v in r.items()} for r in csv.DictReader(fh)]
@@ -82,7 +82,7 @@ def plan_result(source: Path | None) -> tuple[dict[str, Any], str]:
 
 
 def plot(rows: list[dict[str, Any]], params: ModelParams, path: Path) -> None:
-    """Mean |m| +- its standard error against alpha, one marker per d (offset a little in alpha to be seen), over the
+    """Mean |theta| +- its standard error against alpha, one marker per d (offset a little in alpha to be seen), over the
     Bayes-optimal state evolution's q0(alpha) on the uninformative branch."""
     import matplotlib
 
@@ -100,10 +100,10 @@ def plot(rows: list[dict[str, Any]], params: ModelParams, path: Path) -> None:
     for i, d in enumerate(ds):
         rs = [r for r in rows if r["d"] == d]
         shift = (i - (len(ds) - 1) / 2) * 0.004
-        ax.errorbar([r["alpha"] + shift for r in rs], [r["mean_abs_m"] for r in rs], yerr=[r["se"] for r in rs],
+        ax.errorbar([r["alpha"] + shift for r in rs], [r["mean_abs_theta"] for r in rs], yerr=[r["se"] for r in rs],
                     fmt=markers[i % len(markers)], ms=5, capsize=2, label=f"AMP, d = {d}")
     ax.set_xlabel("alpha = n / d")
-    ax.set_ylabel("|m| = |Qhat . Q*| / d")
+    ax.set_ylabel("|theta| = |Qhat . Q*| / d")
     n = rows[0]["n"]
     ax.set_title(f"AMP at finite d against the Bayes-optimal state evolution (L = {params.L}, {n} seeds, mean +- se)",
                  fontsize=9)
@@ -129,19 +129,19 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "amp_runs.csv").write_text(csv_text(result["runs"], RUN_COLUMNS))
     (args.out / "amp_validation.csv").write_text(csv_text(
-        [dict(r, n_runs=r["n"], err_mean_abs_m=r["se"], std_abs_m=r["std"]) for r in rows], ROW_COLUMNS))
+        [dict(r, n_runs=r["n"], err_mean_abs_theta=r["se"], std_abs_theta=r["std"]) for r in rows], ROW_COLUMNS))
     (args.out / "amp_validation_fits.csv").write_text(csv_text([dict(t, err_fit_a=t["fit_a_se"]) for t in trends],
                                                                FIT_COLUMNS))
     meta = {"title": "AMP at finite d against the Bayes-optimal state evolution (validate's AMP section, full plan)",
             "command": COMMAND,
             "runs_from": origin, "model": plan.params.to_dict(), "plan": plan.to_dict(), "n_runs": len(result["runs"]),
             "seconds": result["seconds"], "cpu_seconds": result["cpu_seconds"], "agree_z": AGREE_Z,
-            "m_resolution": M_RESOLUTION, "fit_forms": list(FIT_POWERS.values()),
-            "files": {"amp_runs.csv": "every run", "amp_validation.csv": "per (alpha, d): mean |m| over the seeds, "
-                      "err_mean_abs_m its standard error, se_q0 the state evolution's q0 at n / d, "
-                      "z = (mean - q0) / max(err, m_resolution)", "amp_validation_fits.csv": "per alpha: the "
+            "theta_resolution": THETA_RESOLUTION, "fit_forms": list(FIT_POWERS.values()),
+            "files": {"amp_runs.csv": "every run", "amp_validation.csv": "per (alpha, d): mean |theta| over the seeds, "
+                      "err_mean_abs_theta its standard error, se_q0 the state evolution's q0 at n / d, "
+                      "z = (mean - q0) / max(err, theta_resolution)", "amp_validation_fits.csv": "per alpha: the "
                       "finite-size fit a + b / d^p of the smaller chi^2 (err_fit_a: a's standard error) and the verdict",
-                      "amp_validation.png": "mean |m| +- err against alpha, one marker per d, over q0(alpha)"},
+                      "amp_validation.png": "mean |theta| +- err against alpha, one marker per d, over q0(alpha)"},
             "verdicts": {f"{t['alpha']:g}": t["verdict"] for t in trends}}
     (args.out / "amp_validation.json").write_text(json.dumps(meta, indent=1) + "\n")
     plot(rows, plan.params, args.out / "amp_validation.png")

@@ -59,6 +59,16 @@ def test_every_solve_key_is_documented():
     assert not missing, f"solve --json keys not in docs/reference/outputs.md: {missing}"
 
 
+def test_every_amp_key_is_documented():
+    """``simulate --algorithm amp --json``'s keys (the model's aside, documented with solve's), AMP's overlap named
+    theta as in every other record (m is the positional overlap)."""
+    from attnphase.validation.amp_run import AMP_JSON_KEYS
+
+    assert "theta" in AMP_JSON_KEYS and "m" not in AMP_JSON_KEYS
+    missing = sorted(set(AMP_JSON_KEYS) - _documented_names())
+    assert not missing, f"simulate --algorithm amp --json keys not in docs/reference/outputs.md: {missing}"
+
+
 def test_every_phase_diagram_column_is_documented():
     """The columns of phase_diagram.csv at every rank, as the job writes them (the golden record holds those of the
     day it was recorded: semantic_end_exists came later and was missing from the page)."""

@@ -13,13 +13,13 @@ iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last out
     B_i      = sum_{mu, l} F[mu l, i] g_l^mu + Ahat Qhat_i
     Qhat'    = B / (1 / rho0 + Ahat),   v' = 1 / (1 / rho0 + Ahat)            (the Gaussian prior's posterior)
 
-damped with one step size ``theta`` (:class:`AmpConfig`): ``g`` and ``Ahat`` mixed as ``theta new + (1 - theta)
-old`` from the second iteration, ``Qhat' = Qhat + theta D`` with ``D = B / (1 / rho0 + Ahat) - Qhat`` and ``v' =
-theta / (1 / rho0 + Ahat) + (1 - theta) v``.  Where ``1 / rho0 + Ahat <= 0`` (no posterior variance: at the defaults,
+damped with one step size ``gamma`` (:class:`AmpConfig`): ``g`` and ``Ahat`` mixed as ``gamma new + (1 - gamma)
+old`` from the second iteration, ``Qhat' = Qhat + gamma D`` with ``D = B / (1 / rho0 + Ahat) - Qhat`` and ``v' =
+gamma / (1 / rho0 + Ahat) + (1 - gamma) v``.  Where ``1 / rho0 + Ahat <= 0`` (no posterior variance: at the defaults,
 alpha = 2, 3 of 8 undamped runs at d = 200 and 1000 met it by their fourth iteration) the iteration is taken again
-with theta halved, the iterate unchanged, down to ``THETA_MIN``.  Stop when ``|D| / sqrt(d rho0) <= tol``
+with gamma halved, the iterate unchanged, down to ``GAMMA_MIN``.  Stop when ``|D| / sqrt(d rho0) <= tol``
 (``"converged"``), after ``max_iter`` iterations (``"budget"``), or at a non-finite iterate or ``1 / rho0 + Ahat
-<= 0`` on the first iteration or at ``THETA_MIN`` (``"diverged"``).
+<= 0`` on the first iteration or at ``GAMMA_MIN`` (``"diverged"``).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import torch
 
-#: Adaptive damping (docs/bayes-optimal.md): the cosine below -OSCILLATION_COS that halves theta, the factor
-#: theta grows by otherwise, and its floor.
+#: Adaptive damping (docs/bayes-optimal.md): the cosine below -OSCILLATION_COS that halves gamma, the factor
+#: gamma grows by otherwise, and its floor.
 OSCILLATION_COS = 0.3
 GROWTH = 1.25
-THETA_MIN = 1.0 / 32
+GAMMA_MIN = 1.0 / 32
 
 #: AMP's starts (:class:`AmpConfig`): a random vector of small norm, or the spectral estimator's direction.
 STARTS = ("random", "spectral")
@@ -44,9 +44,9 @@ class AmpConfig:
     """The stopping rule, damping and start of :func:`gamp` (module doc; docs/bayes-optimal.md).
 
     Attributes:
-        damping: in [0, 1): the largest step is theta = 1 - damping.
-        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (default: the fixed step).
-        damp_after: >= 0, the iterations run undamped (theta = 1) before the damping applies (default 0).
+        damping: in [0, 1): the largest step is gamma = 1 - damping.
+        adaptive: gamma halves on oscillation and grows back to 1 - damping otherwise (default: the fixed step).
+        damp_after: >= 0, the iterations run undamped (gamma = 1) before the damping applies (default 0).
         tol: > 0, stop when the proposed step |D_t| / sqrt(d rho0) <= tol; max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (the start's norm).
         start: ``"random"`` (Qhat_0 = sqrt(init_scale rho0) z) or ``"spectral"`` (validation/amp_spectral.py, at the
@@ -78,21 +78,21 @@ class AmpConfig:
 
 @dataclass(frozen=True)
 class AmpResult:
-    """One run of :func:`gamp`: the final estimate ``Q`` (d,), its overlaps ``m = Qhat . Q* / d`` and
-    ``q = |Qhat|^2 / d`` with their paths (start, then every iteration), the ``iterations`` run, ``status``
-    (``"converged"``, ``"budget"`` or ``"diverged"``), the last proposed step ``change`` = |D_t| / sqrt(d rho0),
-    the final step size ``theta`` and how often it was halved."""
+    """One run of :func:`gamp`: the final estimate ``Q`` (d,), its overlaps ``theta = Qhat . Q* / d`` (the
+    semantic overlap) and ``q = |Qhat|^2 / d`` with their paths (start, then every iteration), the ``iterations``
+    run, ``status`` (``"converged"``, ``"budget"`` or ``"diverged"``), the last proposed step ``change`` =
+    |D_t| / sqrt(d rho0), the final step size ``step`` (gamma) and how often it was halved."""
 
     Q: torch.Tensor
-    m: float
+    theta: float
     q: float
-    m_path: tuple[float, ...]
+    theta_path: tuple[float, ...]
     q_path: tuple[float, ...]
     iterations: int
     converged: bool
     status: str
     change: float
-    theta: float = 1.0
+    step: float = 1.0
     halvings: int = 0
 
 
@@ -125,13 +125,13 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
     Q = math.sqrt(config.init_scale * rho0) * z if start is None else start.reshape(-1).to(X)
     v = torch.tensor(float(rho0), dtype=X.dtype, device=X.device)
     g = torch.zeros((n, L), dtype=X.dtype, device=X.device)
-    m_path, q_path = [float(Q @ Qs) / d], [float(Q @ Q) / d]
+    theta_path, q_path = [float(Q @ Qs) / d], [float(Q @ Q) / d]
     status, change, it = "budget", math.inf, 0
-    theta_max = 1.0 if config.damp_after > 0 else 1.0 - config.damping
-    theta, halvings, step_prev, Ahat = theta_max, 0, None, None
+    gamma_max = 1.0 if config.damp_after > 0 else 1.0 - config.damping
+    gamma, halvings, D_prev, Ahat = gamma_max, 0, None, None
     for it in range(1, int(config.max_iter) + 1):
         if it == config.damp_after + 1 and config.damp_after > 0:  # settling: the damping starts here
-            theta_max = theta = 1.0 - config.damping
+            gamma_max = gamma = 1.0 - config.damping
         V = c * v
         w = (F @ Q).reshape(n, L) - V * g
         g_new, dg = g_out(Y, w, V)
@@ -139,46 +139,47 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
         if Ahat is None:  # the first iteration has no memory to damp
             g_next, Ahat_next = g_new, Ahat_new
         else:
-            g_next = theta * g_new + (1.0 - theta) * g
-            Ahat_next = theta * Ahat_new + (1.0 - theta) * Ahat
+            g_next = gamma * g_new + (1.0 - gamma) * g
+            Ahat_next = gamma * Ahat_new + (1.0 - gamma) * Ahat
         prec = 1.0 / rho0 + Ahat_next
         if not bool(torch.isfinite(prec)) or float(prec) <= 0.0:
-            if Ahat is None or theta <= THETA_MIN:
+            if Ahat is None or gamma <= GAMMA_MIN:
                 status = "diverged"
                 break
             # no posterior variance: the step was too long for this data set; taken again, halved (the iterate stays)
-            theta, halvings = max(theta / 2.0, THETA_MIN), halvings + 1
-            m_path.append(m_path[-1])
+            gamma, halvings = max(gamma / 2.0, GAMMA_MIN), halvings + 1
+            theta_path.append(theta_path[-1])
             q_path.append(q_path[-1])
             continue
         g, Ahat = g_next, Ahat_next
         proposed = (F.T @ g.reshape(-1) + Ahat * Q) / prec
-        step = proposed - Q
-        if not bool(torch.isfinite(step).all()):
+        D = proposed - Q
+        if not bool(torch.isfinite(D).all()):
             status = "diverged"
             break
-        norm = float(torch.linalg.vector_norm(step))
-        if config.adaptive and step_prev is not None:
-            cos = float(step @ step_prev) / (norm * float(torch.linalg.vector_norm(step_prev)) + 1e-300)
+        norm = float(torch.linalg.vector_norm(D))
+        if config.adaptive and D_prev is not None:
+            cos = float(D @ D_prev) / (norm * float(torch.linalg.vector_norm(D_prev)) + 1e-300)
             if cos < -OSCILLATION_COS:
-                halvings += theta > THETA_MIN
-                theta = max(theta / 2.0, THETA_MIN)
+                halvings += gamma > GAMMA_MIN
+                gamma = max(gamma / 2.0, GAMMA_MIN)
             else:
-                theta = min(theta_max, theta * GROWTH)
-        step_prev = step
+                gamma = min(gamma_max, gamma * GROWTH)
+        D_prev = D
         change = norm / math.sqrt(d * rho0)
-        if theta == 1.0:  # the undamped iteration, as written in the module doc
+        if gamma == 1.0:  # the undamped iteration, as written in the module doc
             Q, v = proposed, 1.0 / prec
         else:
-            Q, v = Q + theta * step, theta / prec + (1.0 - theta) * v
-        m_path.append(float(Q @ Qs) / d)
+            Q, v = Q + gamma * D, gamma / prec + (1.0 - gamma) * v
+        theta_path.append(float(Q @ Qs) / d)
         q_path.append(float(Q @ Q) / d)
         if change <= config.tol:
             status = "converged"
             break
-    return AmpResult(Q=Q, m=m_path[-1], q=q_path[-1], m_path=tuple(m_path), q_path=tuple(q_path), iterations=it,
-                     converged=status == "converged", status=status, change=change, theta=float(theta),
+    return AmpResult(Q=Q, theta=theta_path[-1], q=q_path[-1], theta_path=tuple(theta_path), q_path=tuple(q_path),
+                     iterations=it, converged=status == "converged", status=status, change=change, step=float(gamma),
                      halvings=halvings)
 
 
-__all__ = ["GROWTH", "OSCILLATION_COS", "STARTS", "THETA_MIN", "AmpConfig", "AmpResult", "g_out", "revealed_fields", "gamp"]
+__all__ = ["GAMMA_MIN", "GROWTH", "OSCILLATION_COS", "STARTS", "AmpConfig", "AmpResult", "g_out", "revealed_fields",
+           "gamp"]

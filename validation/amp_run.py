@@ -22,8 +22,8 @@ from .experiments import generator, resolve_device, resolve_dtype
 
 #: Keys of the ``attnphase simulate --algorithm amp --json`` object, in order.
 AMP_JSON_KEYS = (
-    "algorithm", "d", "n", "alpha", "seed", "m", "q", "iterations", "converged", "status", "change", "tol",
-    "max_iter", "damping", "adaptive", "step", "halvings", "init_scale", "se_q0", "se_branch", "m_path", "q_path",
+    "algorithm", "d", "n", "alpha", "seed", "theta", "q", "iterations", "converged", "status", "change", "tol",
+    "max_iter", "damping", "adaptive", "step", "halvings", "init_scale", "se_q0", "se_branch", "theta_path", "q_path",
     "seconds",
 )
 
@@ -64,7 +64,7 @@ class AmpSpec:
 @dataclass(frozen=True)
 class AmpRunResult:
     """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): :class:`~attnphase.validation.amp.AmpResult`'s
-    overlaps (m's sign: the side of +-Q* AMP landed on), paths and stop, the settings, and se_q0, the state
+    overlaps (theta's sign: the side of +-Q* AMP landed on), paths and stop, the settings, and se_q0, the state
     evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time."""
 
     algorithm: str
@@ -72,7 +72,7 @@ class AmpRunResult:
     n: int
     alpha: float
     seed: int
-    m: float
+    theta: float
     q: float
     iterations: int
     converged: bool
@@ -87,7 +87,7 @@ class AmpRunResult:
     init_scale: float
     se_q0: float
     se_branch: str
-    m_path: tuple[float, ...]
+    theta_path: tuple[float, ...]
     q_path: tuple[float, ...]
     seconds: float
 
@@ -113,11 +113,11 @@ def run_amp(spec: AmpSpec) -> AmpRunResult:
     branch = "uninformative"  # where the state evolution from q0 = 0+ ends, as AMP from a small start
     se = solve_bayes(BayesModel.of(p), n / spec.d, branch)
     return AmpRunResult(
-        algorithm="amp", d=spec.d, n=n, alpha=float(spec.alpha), seed=int(spec.seed), m=res.m, q=res.q,
+        algorithm="amp", d=spec.d, n=n, alpha=float(spec.alpha), seed=int(spec.seed), theta=res.theta, q=res.q,
         iterations=res.iterations, converged=res.converged, status=res.status, change=res.change,
         tol=spec.amp.tol, max_iter=int(spec.amp.max_iter), damping=spec.amp.damping, adaptive=spec.amp.adaptive,
-        step=res.theta, halvings=res.halvings, init_scale=spec.amp.init_scale, se_q0=se.q0, se_branch=branch,
-        m_path=res.m_path, q_path=res.q_path, seconds=seconds,
+        step=res.step, halvings=res.halvings, init_scale=spec.amp.init_scale, se_q0=se.q0, se_branch=branch,
+        theta_path=res.theta_path, q_path=res.q_path, seconds=seconds,
     )
 
 

@@ -2,7 +2,7 @@
 ``validate`` report's Bayes-optimal section (docs/bayes-optimal.md, "In ``validate``").
 
 AMP (``simulate --algorithm amp``) at every (alpha, d, seed) of an :class:`AmpPlan`; per (alpha, d) the mean of
-|m| over the seeds, its standard error se and ``z = (mean - q0) / se`` against the state evolution's q0 (the
+|theta| over the seeds, its standard error se and ``z = (mean - q0) / se`` against the state evolution's q0 (the
 uninformative branch); per alpha the finite-size fit ``a + b / d^p`` of the power the data choose
 (:func:`attnphase.validation.finite_size.chosen_fit`) and the verdict (:func:`amp_trends`).  ERM's global minimum (the lower
 e_t of the global-prox records) against the BO eps_g at every alpha of the validation's theory curves.
@@ -27,9 +27,9 @@ from .finite_size import chosen_fit
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
 
-#: The accuracy of a run's |m| (AMP stops at a step <= 1e-7): z's standard error is floored at this, so that
+#: The accuracy of a run's |theta| (AMP stops at a step <= 1e-7): z's standard error is floored at this, so that
 #: where every run recovers the teacher z does not measure the stopping residue.
-M_RESOLUTION = 1e-6
+THETA_RESOLUTION = 1e-6
 
 #: (f, d): the full plan also runs dimension d at the alpha a fraction f of the way from alpha_WR to 1/L (:func:`amp_plan`).
 LARGE_D_AT = ((0.7, 8000),)
@@ -98,18 +98,18 @@ def amp_run_seconds(plan: AmpPlan) -> list[float]:
 
 
 def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (alpha, d): n, mean |m|, std, se, the state evolution's q0, z = (mean - q0) / max(se, M_RESOLUTION), runs
-    converged (module doc)."""
+    """Per (alpha, d): n, mean |theta|, std, se, the state evolution's q0, z = (mean - q0) / max(se,
+    THETA_RESOLUTION), runs converged (module doc)."""
     rows = []
     for key in sorted({(r["alpha"], r["d"]) for r in runs}):
         group = [r for r in runs if (r["alpha"], r["d"]) == key]
-        mean, std = mean_std([abs(r["m"]) for r in group])
+        mean, std = mean_std([abs(r["theta"]) for r in group])
         se = std / math.sqrt(len(group))
         q0 = group[0]["se_q0"]
-        z = (mean - q0) / max(se, M_RESOLUTION) if math.isfinite(se) else (0.0 if mean == q0 else math.inf)
-        rows.append({"alpha": key[0], "d": key[1], "n": len(group), "mean_abs_m": mean, "std": std, "se": se,
+        z = (mean - q0) / max(se, THETA_RESOLUTION) if math.isfinite(se) else (0.0 if mean == q0 else math.inf)
+        rows.append({"alpha": key[0], "d": key[1], "n": len(group), "mean_abs_theta": mean, "std": std, "se": se,
                      "se_q0": q0, "z": z, "converged": sum(bool(r["converged"]) for r in group),
-                     "near_zero": sum(abs(r["m"]) < 0.25 * q0 for r in group)})
+                     "near_zero": sum(abs(r["theta"]) < 0.25 * q0 for r in group)})
     return rows
 
 
@@ -124,12 +124,12 @@ def amp_trends(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         last = rs[-1]
         fit = None
         if len(rs) >= 3 and all(math.isfinite(r["std"]) for r in rs):
-            fit = chosen_fit([r["d"] for r in rs], [r["mean_abs_m"] for r in rs],
+            fit = chosen_fit([r["d"] for r in rs], [r["mean_abs_theta"] for r in rs],
                              [r["std"] for r in rs], [r["n"] for r in rs])
         q0 = last["se_q0"]
         at_d = abs(last["z"]) <= AGREE_Z
         # the trend explains the gap only where it moves the mean towards q0 as d grows (mean(d) -> a)
-        toward = fit is not None and (fit["a"] - last["mean_abs_m"]) * (q0 - last["mean_abs_m"]) > 0
+        toward = fit is not None and (fit["a"] - last["mean_abs_theta"]) * (q0 - last["mean_abs_theta"]) > 0
         trend = toward and fit["a_se"] > 0 and abs(fit["a"] - q0) <= AGREE_Z * fit["a_se"]
         verdict = (f"agrees at d = {last['d']}" if at_d else
                    "agrees after the finite-size trend" if trend else "disagrees")
@@ -148,7 +148,7 @@ def run_amp_plan(plan: AmpPlan, progress: Callable[[str], None] | None = None) -
         for d in plan.ds_at(alpha):
             for s in plan.seeds:
                 r = run_amp(AmpSpec(d=d, alpha=alpha, seed=s, params=plan.params, amp=plan.amp, device=plan.device))
-                runs.append({"alpha": alpha, "d": d, "seed": s, "m": r.m, "q": r.q, "iterations": r.iterations,
+                runs.append({"alpha": alpha, "d": d, "seed": s, "theta": r.theta, "q": r.q, "iterations": r.iterations,
                              "converged": r.converged, "status": r.status, "se_q0": r.se_q0, "seconds": r.seconds})
             if progress is not None:
                 progress(f"AMP: alpha = {alpha:g}, d = {d}: {len(plan.seeds)} runs")
@@ -196,15 +196,15 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
              + "".join(f" (and {d} at alpha = {a:.4g})" for a, d in plan.get("extra", [])) + ", "
              f"{len(plan['seeds'])} seeds per point ({len(amp['runs'])} runs, {amp['seconds']:.0f} s wall, "
              f"{amp['cpu_seconds']:.0f} s CPU), against the Bayes-optimal state evolution's q0 at the same alpha. "
-             f"mean |m| +- its standard error; z = (mean - q0) / se, se floored at {M_RESOLUTION:g} (the accuracy of a "
-             f"run's |m| at the stopping rule's tolerance); a point agrees when |z| <= {AGREE_Z:g} at the "
+             f"mean |theta| +- its standard error; z = (mean - q0) / se, se floored at {THETA_RESOLUTION:g} (the "
+             f"accuracy of a run's |theta| at the stopping rule's tolerance); a point agrees when |z| <= {AGREE_Z:g} at the "
              "largest d or when the finite-size fit -- a + b/d or a + b/sqrt(d), whichever has the smaller weighted "
              "chi^2, from 3 dimensions on ('-': fewer) -- puts its d -> infinity value within 2 of its standard "
              "errors of q0. 'near 0': runs that ended "
-             "at |m| < q0 / 4.", "",
-             "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |", "|---|---|---|---|---|---|---|"]
+             "at |theta| < q0 / 4.", "",
+             "| alpha | d | mean abs(theta) | SE q0 | z | converged | near 0 |", "|---|---|---|---|---|---|---|"]
     for r in amp["rows"]:
-        lines.append(f"| {r['alpha']:.4g} | {r['d']} | {r['mean_abs_m']:.4f} +- {r['se']:.4f} | {r['se_q0']:.4f} | "
+        lines.append(f"| {r['alpha']:.4g} | {r['d']} | {r['mean_abs_theta']:.4f} +- {r['se']:.4f} | {r['se_q0']:.4f} | "
                      f"{r['z']:+.2f} | {r['converged']} of {r['n']} | {r['near_zero']} |")
     lines += ["", "| alpha | SE q0 | fit d -> inf | form (chi^2; the other's) | verdict |", "|---|---|---|---|---|"]
     for t in amp["trends"]:
@@ -218,8 +218,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
                        for a, r in ((t["alpha"], last[(t["alpha"], t["d_max"])]) for t in bad))
         lines += ["", f"AMP does not track the state evolution within these d at {len(bad)} alpha(s) ({at}, at "
                   f"d = {bad[0]['d_max']}). The causes measured (docs/bayes-optimal.md, 'AMP at finite d'): from its "
-                  "random start AMP's state evolution passes a noise fixed point (m = 0, q > 0) that runs at these d "
-                  "do not leave, and the data sets' own fixed points scatter widely where the state evolution's slope "
+                  "random start AMP's state evolution passes a noise fixed point (theta = 0, q > 0) that runs at these "
+                  "d do not leave, and the data sets' own fixed points scatter widely where the state evolution's slope "
                   "is near 1; both fade as d grows."]
     c = erm["closest"]
     lines += ["", f"ERM's global minimum against the Bayes-optimal test error at omega = {erm['omega']:g} (the "

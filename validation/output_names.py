@@ -3,7 +3,8 @@
 The campaign's code keeps its working names (``a_se``, ``<obs>_std``, a run's ``eps_g_se``); what is written is
 renamed here, once (:func:`with_output_names`): an error bar ``<name>_se`` or ``<name>_err`` is ``err_<name>``, a
 standard deviation over the seeds ``<obs>_std`` is ``sd_<obs>``, a distance in error bars ``distance_se`` is ``z``,
-the AMP rows' bare ``se`` and ``std`` are ``err_mean_abs_m`` and ``sd_abs_m``; :data:`VARIABLES` states these forms.
+the AMP rows' bare ``se`` and ``std`` are ``err_mean_abs_theta`` and ``sd_abs_theta``; :data:`VARIABLES` states these
+forms.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ VARIABLES = {
                 "error bar of <obs>_mean is sd_<obs> / sqrt(n_runs); null for one seed (no spread)",
     "err_<name>": "the error bar of <name> (same units): a fit's standard error (err_a, err_extrapolated, "
                   "err_fit_a), a run's Monte Carlo standard error on its test set (err_eps_g, err_eps_lin), "
-                  "err_mean_abs_m = sd_abs_m / sqrt(n), the theory's standard error over its rule's scrambling "
+                  "err_mean_abs_theta = sd_abs_theta / sqrt(n), the theory's standard error over its rule's scrambling "
                   "blocks (err_theory; err_abs_m, err_abs_theta, ... of a theory point where it was computed)",
     "z": "a distance in error bars: |extrapolated - theory| / hypot(err_extrapolated, err_theory) (finite-size "
          "verdicts), "
-         "(mean_abs_m - q0) / err_mean_abs_m (AMP rows)",
+         "(mean_abs_theta - q0) / err_mean_abs_theta (AMP rows)",
     "z_other_form": "z of a finite-size verdict under the fit of the other form (other_form, its a other_a +- "
                     "err_other_a): where z and z_other_form lie on either side of 2 the verdict hangs on the form",
 }
@@ -35,8 +36,8 @@ def output_name(key: str, siblings: Any = ()) -> str:
     is named after the mean beside it)."""
     if key in EXPLICIT:
         return EXPLICIT[key]
-    if key in ("se", "std") and "mean_abs_m" in siblings:
-        return "err_mean_abs_m" if key == "se" else "sd_abs_m"
+    if key in ("se", "std") and "mean_abs_theta" in siblings:
+        return "err_mean_abs_theta" if key == "se" else "sd_abs_theta"
     for suffix, prefix in (("_se", "err_"), ("_err", "err_"), ("_std", "sd_")):
         if key.endswith(suffix) and len(key) > len(suffix):
             return prefix + key[: -len(suffix)]

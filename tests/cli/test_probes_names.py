@@ -280,19 +280,20 @@ def test_validation_outputs_name_error_bars_err_name_and_seed_spreads_sd_name():
             if re.fullmatch(r"[A-Za-z0-9_]+", text) and VALIDATION_BAD.search(text):
                 hits.append(text)
     assert {"a_se", "extrapolated_se", "x_std", "eps_g_se"} <= set(hits), hits  # the scanner sees the writers' names
-    assert not [h for h in hits if VALIDATION_BAD.search(output_name(h, ("mean_abs_m",)))]
+    assert not [h for h in hits if VALIDATION_BAD.search(output_name(h, ("mean_abs_theta",)))]
     summary = {"finite_size_fits": [{"a": 0.6, "a_se": 0.01, "b": 0.2}],
                "sweep": [{"abs_theta_mean": 0.6, "abs_theta_std": 0.02, "n_runs": 3}],
                "headline": {"extrapolated": [{"extrapolated": 0.6, "extrapolated_se": 0.01, "distance_se": 1.5}]},
                "runs": [{"eps_g": 3e-3, "eps_g_se": 1e-5, "eps_lin_se": 1e-5}],
-               "bayes_optimal": {"amp": {"rows": [{"mean_abs_m": 0.5, "std": 0.1, "se": 0.05, "z": 0.3}],
+               "bayes_optimal": {"amp": {"rows": [{"mean_abs_theta": 0.5, "std": 0.1, "se": 0.05, "z": 0.3}],
                                          "trends": [{"fit_a": 0.5, "fit_a_se": 0.01}]}}}
     out = summary_for_output(summary)
     assert out["finite_size_fits"] == [{"a": 0.6, "err_a": 0.01, "b": 0.2}]
     assert out["sweep"] == [{"abs_theta_mean": 0.6, "sd_abs_theta": 0.02, "n_runs": 3}]
     assert out["headline"]["extrapolated"] == [{"extrapolated": 0.6, "err_extrapolated": 0.01, "z": 1.5}]
     assert out["runs"] == [{"eps_g": 3e-3, "err_eps_g": 1e-5, "err_eps_lin": 1e-5}]
-    assert out["bayes_optimal"]["amp"]["rows"] == [{"mean_abs_m": 0.5, "sd_abs_m": 0.1, "err_mean_abs_m": 0.05, "z": 0.3}]
+    assert out["bayes_optimal"]["amp"]["rows"] == [{"mean_abs_theta": 0.5, "sd_abs_theta": 0.1,
+                                                    "err_mean_abs_theta": 0.05, "z": 0.3}]
     assert out["bayes_optimal"]["amp"]["trends"] == [{"fit_a": 0.5, "err_fit_a": 0.01}]
     assert "not an error bar" in out["variables"]["sd_<obs>"] and "err_<name>" in out["variables"]
     # the writers of both suites and validate --json go through it

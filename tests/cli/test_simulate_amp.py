@@ -20,9 +20,9 @@ def test_simulate_amp_json(capsys):
     assert tuple(rec) == AMP_JSON_KEYS + ("omega", "device", "dtype", "sigma", "L", "A", "P", "rho0", "rank")
     assert (rec["omega"], rec["device"], rec["dtype"], rec["tol"]) == (0.3, "cpu", "float64", 1e-7)
     assert rec["algorithm"] == "amp" and rec["d"] == 300 and rec["n"] == 240 and rec["seed"] == 1
-    assert rec["converged"] is True and rec["iterations"] == len(rec["m_path"]) - 1 == len(rec["q_path"]) - 1
+    assert rec["converged"] is True and rec["iterations"] == len(rec["theta_path"]) - 1 == len(rec["q_path"]) - 1
     assert rec["se_q0"] == 1.0  # above alpha = 1/L the state evolution recovers the teacher
-    assert abs(abs(rec["m"]) - 1.0) < 1e-3 and rec["m"] == rec["m_path"][-1]
+    assert abs(abs(rec["theta"]) - 1.0) < 1e-3 and rec["theta"] == rec["theta_path"][-1]
 
 
 def test_simulate_amp_same_seed_same_run(capsys):
@@ -31,7 +31,7 @@ def test_simulate_amp_same_seed_same_run(capsys):
         assert main(["simulate", "--algorithm", "amp", "--d", "100", "--alpha", "0.4", "--json", "--device", "cpu",
                      "--max-iter", "20"]) in (0, 1)
         runs.append(json.loads(capsys.readouterr().out))
-    assert runs[0]["m_path"] == runs[1]["m_path"]
+    assert runs[0]["theta_path"] == runs[1]["theta_path"]
 
 
 def test_simulate_amp_budget_exit_1(capsys):
@@ -77,4 +77,4 @@ def test_simulate_amp_in_float32_stops_on_its_round_off_tolerance(capsys):
                  "--dtype", "float32"])
     rec = json.loads(capsys.readouterr().out)
     assert code == 0 and rec["converged"] is True and rec["tol"] == 1e-5 and rec["dtype"] == "float32"
-    assert abs(abs(rec["m"]) - 1.0) < 1e-3
+    assert abs(abs(rec["theta"]) - 1.0) < 1e-3

@@ -51,7 +51,7 @@ def test_fields_from_the_attention_give_the_same_run():
     signs = torch.sign((Y_T * h).sum(dim=1, keepdim=True))
     torch.testing.assert_close(Y_T, signs * h, rtol=1e-7, atol=1e-7)
     r_T, _ = _run(d, alpha, 3, AmpConfig(max_iter=40), Y=from_T)
-    np.testing.assert_allclose(r_T.m_path, r_sign.m_path, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(r_T.theta_path, r_sign.theta_path, rtol=1e-6, atol=1e-9)
 
 
 def test_recovers_the_teacher_above_one_over_L():
@@ -59,7 +59,7 @@ def test_recovers_the_teacher_above_one_over_L():
     for seed in (0, 1):
         r, _ = _run(400, 0.8, seed)
         assert r.converged
-        assert abs(r.m) / math.sqrt(r.q * PARAMS.rho0) > 0.999
+        assert abs(r.theta) / math.sqrt(r.q * PARAMS.rho0) > 0.999
         assert abs(r.q - PARAMS.rho0) < 1e-3
 
 
@@ -71,7 +71,7 @@ def test_a_step_that_leaves_no_posterior_variance_is_taken_again_halved():
 
     r = run_amp(AmpSpec(d=200, alpha=2.0, seed=0, params=PARAMS, device="cpu", dtype="float64"))
     assert r.converged and r.status == "converged" and r.halvings >= 1 and r.step < 1.0
-    assert abs(r.m) / math.sqrt(r.q * PARAMS.rho0) > 0.999 and r.iterations == len(r.m_path) - 1
+    assert abs(r.theta) / math.sqrt(r.q * PARAMS.rho0) > 0.999 and r.iterations == len(r.theta_path) - 1
 
 
 def test_stays_uninformative_below_weak_recovery():
@@ -79,7 +79,7 @@ def test_stays_uninformative_below_weak_recovery():
     d = 1000
     for seed in (0, 1, 2):
         r, _ = _run(d, 0.1, seed)
-        assert abs(r.m) < 3.0 / math.sqrt(d) * math.sqrt(AmpConfig().init_scale) + 1e-3
+        assert abs(r.theta) < 3.0 / math.sqrt(d) * math.sqrt(AmpConfig().init_scale) + 1e-3
         assert r.q < 0.01
 
 
@@ -88,7 +88,7 @@ def test_tracks_the_state_evolution_at_an_intermediate_alpha():
     state evolution's q0 (the uninformative branch, AMP's; at L = 2 also the informative one) within 2 standard
     errors plus a finite-size allowance of 1/sqrt(d) ~ 0.03, the scale of one run's overlap fluctuation."""
     d, alpha = 1000, 0.4
-    ms = np.array([abs(_run(d, alpha, seed)[0].m) for seed in range(8)])
+    ms = np.array([abs(_run(d, alpha, seed)[0].theta) for seed in range(8)])
     q0 = solve_bayes(BayesModel.of(PARAMS), n_samples(alpha, d) / d, "uninformative").q0
     se = ms.std(ddof=1) / math.sqrt(ms.size)
     assert abs(ms.mean() - q0) <= 2 * se + 1 / math.sqrt(d), (ms, q0)
@@ -121,11 +121,11 @@ def test_settling_runs_undamped_first_then_damps():
     k = 7
     free, _ = _run(300, 0.35, 2, AmpConfig(max_iter=k + 3))
     settled, _ = _run(300, 0.35, 2, AmpConfig(max_iter=k + 3, damping=0.8, damp_after=k))
-    assert settled.m_path[:k + 1] == free.m_path[:k + 1]
-    assert settled.m_path[k + 1] != free.m_path[k + 1]
-    assert settled.theta == pytest.approx(0.2)
+    assert settled.theta_path[:k + 1] == free.theta_path[:k + 1]
+    assert settled.theta_path[k + 1] != free.theta_path[k + 1]
+    assert settled.step == pytest.approx(0.2)
     never, _ = _run(300, 0.35, 2, AmpConfig(max_iter=k + 3, damping=0.8, damp_after=k + 3))
-    assert never.m_path == free.m_path and never.theta == 1.0
+    assert never.theta_path == free.theta_path and never.step == 1.0
 
 
 def test_bad_config_is_refused():

@@ -49,8 +49,8 @@ def test_run_amp_takes_the_spectral_start():
     far above the random start's ~1e-2 / sqrt(d) scale); an unknown start is refused."""
     spec = AmpSpec(d=400, alpha=0.6, seed=1, amp=AmpConfig(max_iter=3, init_scale=0.01, start="spectral"), device="cpu")
     r = run_amp(spec)
-    assert abs(r.m_path[0]) > 0.3 * math.sqrt(0.01) and r.q_path[0] == pytest.approx(0.01)
+    assert abs(r.theta_path[0]) > 0.3 * math.sqrt(0.01) and r.q_path[0] == pytest.approx(0.01)
     rand = run_amp(AmpSpec(d=400, alpha=0.6, seed=1, amp=AmpConfig(max_iter=3, init_scale=0.01), device="cpu"))
-    assert abs(rand.m_path[0]) < 0.2 * math.sqrt(0.01)
+    assert abs(rand.theta_path[0]) < 0.2 * math.sqrt(0.01)
     with pytest.raises(ValueError, match="start"):
         AmpConfig(start="informed")

@@ -9,8 +9,8 @@ import pytest
 
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
-from attnphase.validation.amp_validation import (M_RESOLUTION, AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
-                                                 erm_against_bayes, markdown_lines, run_amp_plan)
+from attnphase.validation.amp_validation import (THETA_RESOLUTION, AmpPlan, amp_plan, amp_rows, amp_run_seconds,
+                                                 amp_trends, erm_against_bayes, markdown_lines, run_amp_plan)
 
 
 def _runs(alpha, q0, means_by_d, spread=0.02, n=8):
@@ -18,7 +18,7 @@ def _runs(alpha, q0, means_by_d, spread=0.02, n=8):
     for d, mean in means_by_d.items():
         for s in range(n):
             m = mean + spread * (s - (n - 1) / 2) / ((n - 1) / 2)
-            runs.append({"alpha": alpha, "d": d, "seed": s, "m": (-1) ** s * m, "q": m, "converged": True,
+            runs.append({"alpha": alpha, "d": d, "seed": s, "theta": (-1) ** s * m, "q": m, "converged": True,
                          "se_q0": q0})
     return runs
 
@@ -33,7 +33,7 @@ def test_the_verdict_uses_the_largest_d_then_the_finite_size_trend():
     assert {(r["alpha"], r["d"]) for r in rows} == {(0.3, 1000), (0.3, 2000), (0.4, 500), (0.4, 1000), (0.4, 2000),
                                                     (0.45, 500), (0.45, 1000), (0.45, 2000)}
     r = next(r for r in rows if (r["alpha"], r["d"]) == (0.3, 2000))
-    assert r["mean_abs_m"] == pytest.approx(0.499) and r["n"] == 8 and r["se"] > 0  # |m|: either sign of Q*
+    assert r["mean_abs_theta"] == pytest.approx(0.499) and r["n"] == 8 and r["se"] > 0  # |theta|: either sign of Q*
     verdicts = {t["alpha"]: t for t in amp_trends(rows)}
     assert verdicts[0.3]["verdict"] == "agrees at d = 2000"
     assert verdicts[0.4]["verdict"] == "agrees after the finite-size trend"
@@ -138,12 +138,12 @@ def test_perfect_recovery_is_judged_to_the_stopping_accuracy_not_to_its_residue(
     with q0 = 1, though the mean is 20 of its standard errors below; a real gap of 1e-3 with the same tiny spread
     still disagrees, and a spread above the floor keeps the plain z."""
     exact = amp_rows(_runs(0.6, 1.0, {2000: 1 - 2e-8, 4000: 1 - 2e-8}, spread=1e-9))
-    assert exact[-1]["se"] < 1e-9 and exact[-1]["z"] == pytest.approx(-2e-8 / M_RESOLUTION)
+    assert exact[-1]["se"] < 1e-9 and exact[-1]["z"] == pytest.approx(-2e-8 / THETA_RESOLUTION)
     assert amp_trends(exact)[0]["verdict"] == "agrees at d = 4000"
     gap = amp_rows(_runs(0.6, 1.0, {2000: 1 - 1e-3, 4000: 1 - 1e-3}, spread=1e-9))
     assert amp_trends(gap)[0]["verdict"] == "disagrees"
     wide = amp_rows(_runs(0.4, 0.5, {2000: 0.45}, spread=0.05))[0]
-    assert wide["z"] == pytest.approx((wide["mean_abs_m"] - 0.5) / wide["se"])
+    assert wide["z"] == pytest.approx((wide["mean_abs_theta"] - 0.5) / wide["se"])
 
 
 def _parse_table(text: str, header: str) -> list[list[str]]:
@@ -231,19 +231,21 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     # summary.json's rows are the runs' statistics and the state evolution's q0
     model = BayesModel.of(quick.params)
     for r in amp["rows"]:
-        ms = [abs(x["m"]) for x in amp["runs"] if (x["alpha"], x["d"]) == (r["alpha"], r["d"])]
-        assert r["n"] == len(ms) == 2 and r["mean_abs_m"] == pytest.approx(sum(ms) / 2, abs=1e-15)
+        ms = [abs(x["theta"]) for x in amp["runs"] if (x["alpha"], x["d"]) == (r["alpha"], r["d"])]
+        assert r["n"] == len(ms) == 2 and r["mean_abs_theta"] == pytest.approx(sum(ms) / 2, abs=1e-15)
         n = n_samples(r["alpha"], r["d"])
         assert r["se_q0"] == pytest.approx(solve_bayes(model, n / r["d"], "uninformative").q0, abs=1e-12)
-        assert r["z"] == pytest.approx((r["mean_abs_m"] - r["se_q0"]) / max(r["err_mean_abs_m"], M_RESOLUTION))
+        z = (r["mean_abs_theta"] - r["se_q0"]) / max(r["err_mean_abs_theta"], THETA_RESOLUTION)
+        assert r["z"] == pytest.approx(z)
 
     # ... and the report's table says the same, row for row
-    table = _parse_table(text, "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |")
+    table = _parse_table(text, "| alpha | d | mean abs(theta) | SE q0 | z | converged | near 0 |")
     assert len(table) == len(amp["rows"])
     for cells, r in zip(table, amp["rows"]):
         mean, se = _pm(cells[2])
         assert float(cells[0]) == pytest.approx(r["alpha"], rel=1e-4) and int(cells[1]) == r["d"]
-        assert mean == pytest.approx(r["mean_abs_m"], abs=5.1e-5) and se == pytest.approx(r["err_mean_abs_m"], abs=5.1e-5)
+        assert mean == pytest.approx(r["mean_abs_theta"], abs=5.1e-5)
+        assert se == pytest.approx(r["err_mean_abs_theta"], abs=5.1e-5)
         assert float(cells[3]) == pytest.approx(r["se_q0"], abs=5.1e-5)
         assert float(cells[4]) == pytest.approx(r["z"], abs=5.1e-3)
         assert cells[5] == f"{r['converged']} of {r['n']}" and int(cells[6]) == r["near_zero"]
@@ -281,7 +283,7 @@ def test_the_committed_amp_record_is_what_the_code_makes_of_its_runs():
 
     folder = Path(__file__).resolve().parents[2] / "docs" / "data" / "amp_validation"
     with open(folder / "amp_runs.csv") as fh:
-        runs = [{"alpha": float(r["alpha"]), "d": int(r["d"]), "seed": int(r["seed"]), "m": float(r["m"]),
+        runs = [{"alpha": float(r["alpha"]), "d": int(r["d"]), "seed": int(r["seed"]), "theta": float(r["theta"]),
                  "converged": r["converged"] == "1", "se_q0": float(r["se_q0"])} for r in csv.DictReader(fh)]
     plan = amp_plan(ModelParams())
     assert sorted((r["alpha"], r["d"], r["seed"]) for r in runs) == sorted(
@@ -295,7 +297,8 @@ def test_the_committed_amp_record_is_what_the_code_makes_of_its_runs():
     for t, r in zip(table, rows):
         assert (float(t["alpha"]), int(t["d"]), int(t["n_runs"]), int(t["converged"]), int(t["near_zero"])) == (
             r["alpha"], r["d"], r["n"], r["converged"], r["near_zero"])
-        for col, key in (("mean_abs_m", "mean_abs_m"), ("err_mean_abs_m", "se"), ("se_q0", "se_q0"), ("z", "z")):
+        for col, key in (("mean_abs_theta", "mean_abs_theta"), ("err_mean_abs_theta", "se"), ("se_q0", "se_q0"),
+                         ("z", "z")):
             assert float(t[col]) == pytest.approx(r[key], rel=1e-12, abs=1e-15)
     verdicts = {f"{t['alpha']:g}": t["verdict"] for t in amp_trends(rows)}
     assert meta["verdicts"] == verdicts

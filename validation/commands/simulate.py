@@ -128,7 +128,7 @@ def _run_amp(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
-        print("\n".join(record_lines({k: v for k, v in out.items() if k not in ("m_path", "q_path")})))
+        print("\n".join(record_lines({k: v for k, v in out.items() if k not in ("theta_path", "q_path")})))
     if not res.converged:
         print(f"attnphase: warning: AMP stopped without converging ({res.status}: last change {res.change:.2e} after "
               f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
