@@ -90,12 +90,14 @@ def _free_entropy_equations(L: int) -> list[Equation]:
     from attnphase.theory.priors.ridge import ridge_exprs, symbols as prior_symbols
     from attnphase.theory.symbols import token_scalars
 
-    sec = "Free entropy and training objective (docs/model.md section 4)"
+    sec = "Test error, free entropy and training objective (docs/model.md section 4)"
     lam, Lam_sym = prior_symbols(L)["lam"], sp.Symbol("Lambda")
     Phi = free_entropy_expr(L).subs(lam, Lam_sym - (ridge_exprs(L)["Lam"] - lam))
     h, w, V = (token_scalars(name, L) for name in ("h", "w", "V"))
     M = sum((h[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L)) + sp.Function("loss")(*h)
     return [
+        Equation(sec, sp.Symbol("epsilon_g"), sp.Function("E")(sp.Function("loss")(*w)),
+                 "the limit loss at the student's field w (no proximal step), averaged over the channel"),
         Equation(sec, sp.Symbol("Phi"), Phi, "q_l = sigma_l^2 q_0, V_l = sigma_l^2 V_0, theta_l = sigma_l^2 theta_0"),
         Equation(sec, sp.Symbol("M"), sp.Function("min_h")(M), "Moreau envelope, averaged over the channel"),
         Equation(sec, sp.Symbol("e_t"), -sp.Symbol("Phi")),

@@ -20,12 +20,15 @@ def test_derive_prints_every_equation(L: int, capsys: pytest.CaptureFixture[str]
     assert main(["derive", "--L", str(L)]) == 0
     out = capsys.readouterr().out
     for title in ("Attention and target", "Limit loss", "Proximal objective", "Channel side", "Prior side",
-                  "Free entropy", "Linear positional baseline"):
+                  "Test error, free entropy", "Linear positional baseline"):
         assert title in out
     assert f"h_{L}" in out or f"h{chr(0x2080 + L)}" in out
     assert main(["derive", "--L", str(L), "--latex"]) == 0
     latex = capsys.readouterr().out
     assert r"\hat{\theta}_{l}" in latex and r"\frac{\partial}{\partial h_{1}}" in latex and r"\Lambda" in latex
+    # every observable of docs/model.md section 4: the test error is the loss at the student's field w, all L tokens
+    ws = ",".join(f"w_{{{l + 1}}}" for l in range(L))
+    assert rf"\epsilon_{{g}} = E{{\left(\operatorname{{loss}}{{\left({ws} \right)}} \right)}}" in latex
 
 
 def test_derive_bad_input_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
