@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -27,7 +27,7 @@ INITS = ("semantic", "positional", "random")
 OPTIMIZERS = ("gd", "adam")
 
 #: The default tolerance on ``|grad_Q R|_F / sqrt(d)`` per dtype (in float32 the round-off floor of the gradient
-#: lies near 1e-6).
+#: lies near 1e-6; the risk is evaluated in float64, :func:`_in_float64`).
 GRAD_TOL = {torch.float64: 3e-7, torch.float32: 1e-5}
 
 
@@ -123,12 +123,22 @@ def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, r
 
 def _value_and_grad(h: torch.Tensor, Q: torch.Tensor, g: GramData, lam: float,
                     Xt: torch.Tensor) -> tuple[float, torch.Tensor]:
-    """``R(Q)`` and ``grad_Q R`` from the fields ``h = h(Q)``: ``dR/dh`` by autograd on the ``(n, L, r)`` fields, then
-    the chain rule through them (:func:`~attnphase.validation.students.fields_gradient`) plus ``lambda Q``."""
+    """``R(Q)`` and ``grad_Q R`` from the fields ``h = h(Q)``: ``dR/dh`` by autograd on the ``(n, L, r)`` fields (in
+    their dtype, with ``g``'s Grams), then the chain rule through them
+    (:func:`~attnphase.validation.students.fields_gradient`, in the tokens' dtype) plus ``lambda Q``."""
     hv = h.detach().requires_grad_(True)
-    R = fields_risk(hv, Q, g, lam)
+    R = fields_risk(hv, Q.to(h.dtype), g, lam)
     (dh,) = torch.autograd.grad(R, hv)
-    return float(R.detach()), fields_gradient(dh, g, Xt) + lam * Q
+    return float(R.detach()), fields_gradient(dh.to(Xt.dtype), g, Xt) + lam * Q
+
+
+def _in_float64(g: GramData) -> GramData:
+    """``g`` with its ``(n, L, L)`` Grams and targets in float64 (the tokens as they are): what the risk and its
+    line search are evaluated with.  In float32 the Armijo test cannot see a decrease below the risk's round-off:
+    gradient descent then crawled at |grad| ~ 1.2e-5 (alpha = 2) to 2e-5 (alpha = 4), above float32's default
+    tolerance 1e-5 (``simulate --d 200 --alpha 4 --init random --dtype float32 --grad-tol 1e-7 --max-steps 3000``)."""
+    f64 = torch.float64
+    return replace(g, T=g.T.to(f64), Gxx=g.Gxx.to(f64), Gxp=g.Gxp.to(f64), Pd=g.Pd.to(f64))
 
 
 #: GD carries the fields h(Q) along its steps (h(Q - eta G) = h(Q) - eta h(G)); they are computed afresh from Q
@@ -142,20 +152,21 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
     d = g.d
     t0 = time.perf_counter()
     Xt = transposed_tokens(g)
+    g64 = _in_float64(g)  # the fields and the risk in float64; the products with the tokens in their dtype
     Q = Q0.detach().clone()
-    h = fields(Q, g.X, g.positions)
-    R, G = _value_and_grad(h, Q, g, lam, Xt)
+    h = fields(Q, g.X, g.positions).to(torch.float64)
+    R, G = _value_and_grad(h, Q, g64, lam, Xt)
     eta, steps, status = cfg.step0, 0, "budget"
     while True:
         gn2 = float((G * G).sum())
         gnorm = math.sqrt(gn2 / d)
         if gnorm <= tol or steps >= cfg.max_steps:
             break
-        hG = fields(G, g.X, g.positions)
+        hG = fields(G, g.X, g.positions).to(torch.float64)
         while True:  # Armijo backtracking on the full-batch objective
             trial, h_trial = Q - eta * G, h - eta * hG
             with torch.no_grad():
-                R_trial = float(fields_risk(h_trial, trial, g, lam))
+                R_trial = float(fields_risk(h_trial, trial.to(torch.float64), g64, lam))
             if R_trial <= R - cfg.armijo_c * eta * gn2:
                 break
             eta *= 0.5
@@ -167,8 +178,8 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
         Q, h = trial, h_trial
         steps += 1
         if steps % FIELDS_REFRESH == 0:
-            h = fields(Q, g.X, g.positions)
-        R, G = _value_and_grad(h, Q, g, lam, Xt)
+            h = fields(Q, g.X, g.positions).to(torch.float64)
+        R, G = _value_and_grad(h, Q, g64, lam, Xt)
         eta *= cfg.grow
     status = "converged" if gnorm <= tol else status
     return TrainResult(Q, steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
