@@ -152,7 +152,8 @@ SOLVER_FAILURE = "solver failure, not absence"
 
 def row_reasons(res, branch: str) -> list[str]:
     """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
-    solve failed).  A point past the branch's located end is "no <branch> fixed point here" -- at r >= 2 or r* >= 2,
+    solve failed).  A point past the branch's located end is "no <branch> fixed point here" (past an end located by
+    solver failure, a solve there that does not converge is a failure, "not converged") -- at r >= 2 or r* >= 2,
     where a label can have several branches, "no point of the followed <branch> branch here", and that another may
     lie there (:data:`OTHER_BRANCHES`); a converged point off the branch says where the branch ends, or, below the
     positional branch's located birth, where it is born; one on the side of the located end where the branch exists
@@ -189,8 +190,12 @@ def row_reasons(res, branch: str) -> list[str]:
             if ends and not res.past_end(fp.alpha) and not fp.alpha < born:  # on the side where the branch exists
                 return f"{SOLVER_FAILURE}: {got}; {where}, here too" + elsewhere(i)
             return f"{none}: {got}" + (f"; {where_here}" if where_here else "") + elsewhere(i)
-        if res.past_end(fp.alpha):
+        if res.past_end(fp.alpha) and res.end.kind != "solver failure":
             return f"{none} ({where}); the solve did not converge, no overlaps{elsewhere(i)}"
+        if res.past_end(fp.alpha):  # past an end where the solves began to fail: a failure, not an absence
+            return (f"not converged: past alpha = {end:.4g}, where this branch's solves begin to fail (an end located "
+                    f"by solver failure, not shown absent); residual {fp.status.residual:.2e}: no overlaps"
+                    f"{elsewhere(i)}")
         msg = fp.status.message if fp.status.message.startswith("not converged") else \
             f"not converged: {fp.status.message}"
         return f"{msg}; residual {fp.status.residual:.2e}: no overlaps{elsewhere(i)}"
@@ -328,7 +333,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
-                "end": {"alpha": res.end.alpha, "err": res.end.err, "side": res.end_side, "kind": res.end.kind,
+                "end": {"alpha": res.end.alpha, "err": res.end.err, "exists": where, "kind": res.end.kind,
                         "method": res.end.method} if ends else None,
                 "birth": {"alpha": res.birth.alpha, "err": res.birth.err, "kind": res.birth.kind,
                           "method": res.birth.method, "note": res.birth_note} if res.birth_note else None,

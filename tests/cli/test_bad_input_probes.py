@@ -832,6 +832,32 @@ def test_a_sweep_row_off_the_branch_where_its_end_says_it_exists_is_a_solver_fai
                              "below the branch's floor; the branch ends at alpha = 0.7164")
 
 
+def test_a_sweep_row_past_an_end_located_by_solver_failure_is_a_failure_not_an_absence(monkeypatch):
+    """``sweep --omega 0.2 --alpha 1.6:2.4:5 --branch positional``: the solves from 2.0 on did not converge, the end
+    was bisected on those failures (1.8348, kind "solver failure"), and the rows past it said "no positional fixed
+    point here", counted off the branch, exit 0 -- while ``solve --alpha 1.9 --omega 0.2 --branch positional``
+    converges on the branch (m = 0.145).  Past such an end a solve that does not converge is a failure; past an end
+    located otherwise (a fold) it stays an absence."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.phase import branch_end
+    from attnphase.numerics.phase.continuation import NO_END
+
+    monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha < 1.9)
+    ok = SimpleNamespace(converged=True, message="converged", residual=1e-12)
+    bad = SimpleNamespace(converged=False, message="not converged", residual=4e-3)
+    points = [SimpleNamespace(alpha=1.8, branch="positional", is_matrix=False, status=ok),
+              SimpleNamespace(alpha=2.0, branch=None, is_matrix=False, status=bad)]
+    for kind, absent in (("solver failure", False), ("fold", True)):
+        res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.8348, kind, "bisection"), end_side="above",
+                              others=(), birth=NO_END, past_end=lambda a: a > 1.8348)
+        on, past = sweep.row_reasons(res, "positional")
+        assert on == ""
+        assert past.startswith("no positional fixed point here") if absent else \
+            past.startswith("not converged: past alpha = 1.835, where this branch's solves begin to fail"), past
+
+
 def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(monkeypatch):
     """At r >= 2 a sweep looks, at each point off its followed branch, for a point of the label by a cold solve
     (``BranchSweep.others``): a row says the e_t of the point found, or that none was."""

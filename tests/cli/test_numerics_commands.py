@@ -157,6 +157,7 @@ def test_sweep_says_the_branch_end_with_its_standard_error(tmp_path, capsys: pyt
     end = json.loads(cap.out)["end"]
     assert end["kind"] == "bifurcation" and end["method"] == "eigenvalue" and 0 < end["err"] < 0.05
     assert f"semantic branch ends at alpha = {with_error(end['alpha'], end['err'])} (it exists above" in cap.err
+    assert end["exists"] == "above"  # the side where the branch exists, as phase-diagram's semantic_end_exists
     with xr.open_dataset(tmp_path / "sweep_semantic.nc") as ds:
         assert float(ds.err_end.values[0]) == pytest.approx(end["err"], rel=1e-12)
 
