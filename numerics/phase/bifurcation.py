@@ -210,7 +210,8 @@ def bifurcation_error(params: ModelParams, agnostic: FixedPoint, direction: str,
     """Standard error of a bifurcation located on pooled rules, from their blocks, linearised at the
     last agnostic point a (:mod:`attnphase.numerics.errors.replicates`): on block j the agnostic fixed point
     (solve rule's block j, warm from ``agnostic``) and its eigenvalue e_j (bifurcation rule's block j)
-    give the block's root a - (e_j - 1) / slope.  ``minima``: those of a full search at ``agnostic`` on the
+    give the block's root a - (e_j - 1) / slope (a block whose agnostic point is Q = 0 where ``agnostic`` is not, or
+    the converse, is left out: another fixed point).  ``minima``: those of a full search at ``agnostic`` on the
     pooled bifurcation rule; each block then polishes its nodes' share (the block points are within the
     rules' error of ``agnostic``), else it searches.  NaN without blocks or with ``config.error_bars`` off."""
     R = replicate_count(config)
@@ -222,7 +223,10 @@ def bifurcation_error(params: ModelParams, agnostic: FixedPoint, direction: str,
     for j in range(R):
         cfg_j = block_config(config, j)
         fp = solve(params, agnostic.alpha, "agnostic", init=agnostic.overlaps, config=cfg_j)
-        if fp.status.converged and fp.branch == "agnostic":
+        # a block that fell to Q = 0 where the pooled point is not (a strong ridge) reproduces another fixed point:
+        # its eigenvalue (1 + 85321 at lam = 0.05, omega = 0.2, sobol8:4@0) is not this point's
+        same = fp.overlaps.zero_student == agnostic.overlaps.zero_student
+        if fp.status.converged and fp.branch == "agnostic" and same:
             rule = make_rule(params.L, cfg_j.bifurcation_quadrature)
             share = _block_share(minima, n_pooled, rule.nodes.shape[0], j, R) if cfg_j.prox == "global" else None
             solves = node_solves(params, fp.overlaps, rule, cfg_j, polish_from=share)

@@ -359,3 +359,18 @@ def test_an_aligned_semantic_sweep_goes_on_below_the_global_maps_end() -> None:
     low = sw.points[0]
     assert math.isnan(sw.end.alpha)
     assert low.alpha == 0.5 and low.status.converged and low.branch == "semantic" and abs(low.overlaps.th0) > 0.2
+
+
+def test_a_bifurcations_bar_leaves_out_a_block_that_fell_to_the_zero_student():
+    """``phase-diagram --lam 0.05 --omega 0.2 --precision fast``: the semantic end 0.548 printed as "0 +- 22000" (and
+    the positional birth "+- 500"): on one block (sobol8:4@0) the agnostic point, a small student there (q0 = 0.0016
+    pooled), fell to Q = 0 (q0 = 1.6e-19), where the theta eigenvalue is 1 + 85321.  That block reproduces another
+    fixed point: the bar comes from the other three."""
+    from attnphase.numerics.phase.bifurcation import bifurcation_error
+
+    params = ModelParams(omega=0.2, lam=0.05)
+    cfg = SolverConfig.for_precision("fast")
+    agnostic = solve(params, 0.548, "agnostic", config=cfg)
+    assert agnostic.branch == "agnostic" and not agnostic.overlaps.zero_student
+    err = bifurcation_error(params, agnostic, "theta", 0.98, cfg)
+    assert 0.0 < err < 0.2, err
