@@ -41,6 +41,18 @@ def test_the_verdict_uses_the_largest_d_then_the_finite_size_trend():
     assert verdicts[0.45]["verdict"] == "disagrees"
 
 
+def test_an_agreement_of_unconverged_runs_says_so():
+    """``validate --quick --seeds 1``: at alpha = 0.2833, d = 400 no run converged and 3 of 4 ended near 0 (mean
+    0.1065 +- 0.0719 against q0 0.2210), and the verdict read "agrees at d = 400": the spread passed |z| <= 2.  It
+    now says how many runs converged and how many ended near 0; where all converged it is unchanged."""
+    runs = _runs(0.3, 0.221, {400: 0.15}, spread=0.14, n=4)
+    for r in runs:
+        r["converged"] = False
+    t = amp_trends(amp_rows(runs))[0]
+    assert t["verdict"] == "agrees at d = 400 (0 of 4 runs converged, 1 near 0)", t
+    assert amp_trends(amp_rows(_runs(0.3, 0.221, {400: 0.22})))[0]["verdict"] == "agrees at d = 400"
+
+
 def test_a_trend_away_from_the_state_evolution_is_no_agreement():
     """Means that fall as d grows (b > 0 in a + b / sqrt(d)) while below q0: a wide fit bar may reach q0, but the
     trend moves away from it, so the gap is not finite-size."""
