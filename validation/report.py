@@ -53,7 +53,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"{p['sigma'][0] if len(set(p['sigma'])) == 1 else p['sigma']}"
         + (f", tokens correlated across positions with C = {p['C']} (theory in whitened form)" if "C" in p else "")
         + f", lambda = {p['lam']}, A = {p['A']}, P = {p['P']}, omega = {p['omega']} (sweep). "
-        f"Main dimension d = {plan['d']}, {len(plan['seeds'])} seeds per point, {plan['n_test']} fresh test "
+        f"Main dimension d = {plan['d']}, {len(plan['seeds'])} seeds per point{_fss_seeds(plan)}, {plan['n_test']} "
+        "fresh test "
         f"samples per run, dtype {plan['dtype']}, device {summary['runs'][0]['device'] if summary['runs'] else '?'}.",
         f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s wall, "
         f"{summary.get('simulation_cpu_seconds', math.nan):.0f} s CPU), theory from `attnphase.numerics` "
@@ -217,6 +218,14 @@ def _other_form(v: dict[str, Any]) -> str:
         return "--"
     flips = v["agrees"] is not None and (z <= EXTRAPOLATED_SE) != bool(v["agrees"])
     return f"{z:.1f} ({v['other_form']})" + (": the verdict hangs on the form" if flips else "")
+
+
+def _fss_seeds(plan: dict[str, Any]) -> str:
+    """The finite-size series' own seed count where it is not ``--seeds``' (it runs at least 4, quick, or 6)."""
+    fss = plan.get("fss_seeds") or ()
+    if not fss or len(fss) == len(plan["seeds"]):
+        return ""
+    return f" (the finite-size series {len(fss)}, at d = {', '.join(map(str, plan['fss_ds']))})"
 
 
 def _tolerances(summary: dict[str, Any]) -> str:
