@@ -472,7 +472,7 @@ def test_scan_values_that_give_one_model_are_refused(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv", [["phase-diagram", "--omega", "1"], ["scan", "--lam", "0.01,0.1", "--omega", "1"],
-                                  ["phase-diagram", "--omega", "1", "--rank", "2"]])
+                                  ["phase-diagram", "--omega", "1", "--rank", "2"], ["validate", "--quick", "--omega", "1"]])
 def test_omega_one_alone_is_refused_with_the_reason(argv, capsys, tmp_path):
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "o")], ["--omega 1", "no semantic signal"], tmp_path)
 

@@ -110,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "cases", None) is not None:
         raise ValueError("--cases: only with --suite general (it names the general suite's cases)")
     params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
+    if params.omega >= 1:
+        raise ValueError(f"--omega {args.omega}: at omega = 1 the target attention is A alone (no semantic signal): "
+                         "there is no semantic branch or alpha_c to compare gradient descent with; take omega < 1 "
+                         "(attnphase simulate --omega 1 --init positional trains one student there)")
     opt.check_branch_possible(params, "positional", "validate's positional runs")
     if not params.P[0][0] > 0:
         raise ValueError(f"--P: validate's positional runs start the student along p_1, and P[0,0] = |p_1|^2 = "
