@@ -442,6 +442,24 @@ def test_simulate_reports_n_and_the_effective_alpha(capsys):
     assert "effective alpha = n/d = 0.8" in cap.err
 
 
+def test_validate_says_where_its_training_sets_round_alpha(capsys):
+    """``validate --quick --d 150`` trained alpha = 0.35 on n = 52 samples (n/d = 0.3467) and compared it with the
+    theory at 0.35, where ``simulate`` warns of the effective alpha: the plan's rounded alphas are said once; the
+    default plans round none."""
+    from attnphase.validation.campaign_plan import validation_plan
+    from attnphase.validation.commands.finite_d_options import warn_rounded_alphas
+
+    def pairs(plan):
+        return [(s.alpha, s.d) for s in (*plan.sweep_specs(), *plan.heat_specs(), *plan.fss_specs())]
+
+    warn_rounded_alphas(pairs(validation_plan(quick=True, d=150)))
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "alpha 0.35 at d = 150: n/d = 0.3467" in err
+    for quick in (True, False):
+        warn_rounded_alphas(pairs(validation_plan(quick=quick)))
+    assert capsys.readouterr().err == ""
+
+
 # --- validate: its size is guarded and announced ---------------------------------------------------------
 
 def test_validate_many_seeds_needs_large(capsys, tmp_path):

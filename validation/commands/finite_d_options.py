@@ -9,6 +9,7 @@ import contextlib
 import math
 import os
 import sys
+from collections.abc import Sequence
 
 
 def add_training_options(p: argparse.ArgumentParser) -> None:
@@ -105,6 +106,18 @@ def check_samples(alpha: float, d: int) -> None:
     if abs(n - alpha * d) > 1e-9 * alpha * d:
         print(f"attnphase: warning: n = round(alpha d) = {n} training samples: the effective alpha = n/d = "
               f"{n / d:.6g}, not --alpha {alpha:g}", file=sys.stderr)
+
+
+def warn_rounded_alphas(pairs: Sequence[tuple[float, int]], compared: str = "the theory") -> None:
+    """Say on stderr, once, the (alpha, d) of a plan whose training sets hold n = round(alpha d) samples with n / d
+    not alpha, each with its effective alpha: their runs are compared with ``compared`` at the nominal alpha."""
+    off = sorted({(a, d) for a, d in pairs if abs(round(a * d) - a * d) > 1e-9 * a * d}, key=lambda x: (x[1], x[0]))
+    if off:
+        shown = ", ".join(f"alpha {a:g} at d = {d}: n/d = {round(a * d) / d:.4g}" for a, d in off[:6])
+        more = f" and {len(off) - 6} more" if len(off) > 6 else ""
+        print(f"attnphase: warning: n = round(alpha d) training samples make the effective alpha = n/d differ from "
+              f"the nominal one ({shown}{more}); these runs are compared with {compared} at the nominal alpha",
+              file=sys.stderr)
 
 
 def check_plan_samples(smallest_alpha: float, d: int) -> None:

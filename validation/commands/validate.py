@@ -14,7 +14,8 @@ from attnphase import execution_options
 from attnphase import outputs, work, workload
 from attnphase.validation.commands.finite_d_options import (add_torch_options, add_training_options, check_device,
                                                            check_dimension, check_dtype, check_memory, check_plan_samples,
-                                                           check_threads, check_training, train_config)
+                                                           check_threads, check_training, train_config,
+                                                           warn_rounded_alphas)
 from attnphase.validation.output_names import summary_for_output
 
 NAME = "validate"
@@ -138,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype, train=train_config(args))
     check_plan_samples(min((*plan.alphas, *plan.heat_alphas)), plan.d)
+    warn_rounded_alphas([(s.alpha, s.d) for s in (*plan.sweep_specs(), *plan.heat_specs(), *plan.fss_specs())])
     announce_campaign(plan, executor, args)
     work.begin("running the validation")
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
@@ -175,6 +177,7 @@ def _run_general(args: argparse.Namespace) -> int:
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases, train=train_config(args))
     check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
+    warn_rounded_alphas([(a, plan.d) for a in (*plan.grid, *(a for c in plan.cases for a in c.alphas))])
     for case in plan.cases:
         need = max(case.params.L, case.params.r, case.params.r_star)
         if plan.d < need:
