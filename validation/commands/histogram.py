@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.validation.histogram.dataset import histogram_attrs, histogram_dataset
     from attnphase.validation.histogram.experiment import HistogramConfig
     from attnphase.validation.histogram.jobs import run_histogram
-    from attnphase.validation.histogram.report import summary, write_report
+    from attnphase.validation.histogram.report import ERROR_NOTE, params, summary, write_report
     from attnphase.validation.experiments import resolve_device
 
     work.begin("running the histogram experiment")
@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         attrs = histogram_attrs(result, done.version, command_line())
         write_netcdf(histogram_dataset(result, status, attrs), stage / "histogram.nc")
     if args.json:
-        print(json.dumps(outputs.json_value(summary(result) | {"out": str(out), "tasks": c})))
+        print(json.dumps(outputs.json_value(summary(result) | {"params": params(result), "error_note": ERROR_NOTE,
+                                                               "out": str(out), "tasks": c})))
     else:
         print("\n".join(f"{name:>20}: val_acc {v.val_acc:.4f}  score {v.score.score:+.3f}"
                         for name, v in result.variants.items()))

@@ -24,6 +24,10 @@ SUMMARY_KEYS = ("restriction", "val_acc", "val_loss", "score", "r_sem", "r_pos",
 REPARAM_KEYS = ("source", "max_output_diff", "masked_qk_fraction", "before")
 """Extra keys of re-parameterised variants; ``before`` holds ``val_acc, val_loss, score, r_sem, r_pos``."""
 
+#: Why the variants' numbers carry no error bar (``histogram --json``'s ``error_note``).
+ERROR_NOTE = ("val_acc, val_loss, score, r_sem, r_pos and the curves carry no error bar: each is one training run's "
+              "value (one seed: --seed draws another run; no spread over seeds is computed)")
+
 CURVE_COLUMNS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc")
 """Columns of ``curves_<variant>.csv``."""
 

@@ -47,7 +47,7 @@ def rowwise_correlation(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor,
     na, nb = a.norm(dim=1), b.norm(dim=1)
     ok = (na > _EPS) & (nb > _EPS)
     denom = torch.where(ok, na * nb, torch.ones_like(na))
-    corr = torch.where(ok, (a * b).sum(dim=1) / denom, torch.zeros_like(na))
+    corr = torch.where(ok, (a * b).sum(dim=1) / denom, torch.zeros_like(na)).clamp(-1.0, 1.0)  # round-off past 1
     return corr, nb > _EPS
 
 

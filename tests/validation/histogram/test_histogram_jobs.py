@@ -96,11 +96,17 @@ def test_command_resumes_from_the_store_and_fresh_recomputes(tiny_quick, tmp_pat
     assert code == 0 and first.pop("tasks") == {"total": 5, "computed": 5, "stored": 0, "failed": 0}
     assert "tasks: 5 computed, 0 from the store, 0 failed" in err
     assert first["semantic"]["val_acc"] == in_process.variants["semantic"].val_acc
+    # the run's parameters and why its numbers carry no bar beside them (README: every number has one, or a note)
+    assert first["params"]["seed"] == 5 and first["params"]["config"]["seq_len"] == 5
+    assert first["error_note"].startswith("val_acc, val_loss, score, r_sem, r_pos and the curves carry no error bar")
+    first["params"].pop("wall_seconds")  # this run's, a rerun from the store has its own
     code, again, err = _run(["--out", str(out)], capsys)
     assert code == 0 and again.pop("tasks") == {"total": 5, "computed": 0, "stored": 5, "failed": 0}
+    again["params"].pop("wall_seconds")
     assert again == first  # train_seconds included: they are the stored tasks'
     code, fresh, _ = _run(["--out", str(out), "--fresh"], capsys)
     assert code == 0 and fresh.pop("tasks")["computed"] == 5
+    fresh["params"].pop("wall_seconds")
     for entry in (fresh, first):
         for v in entry.values():
             if isinstance(v, dict):
