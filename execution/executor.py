@@ -37,6 +37,10 @@ CLUSTER_CONFIG: dict[str, Any] = {
 }
 
 
+#: Run in each local worker process as it starts: SIGINT ignored there (the command stops the cluster on a Ctrl-C).
+WORKER_PRELOAD = "attnphase.execution.worker_signals"
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its affinity mask where the system has one; macOS has none)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -226,7 +230,8 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
         # a signal while the cluster starts is raised once it has started, so that it is closed cleanly; the
         # workers' logs are silenced (a task's error comes back with its future)
         with interrupts.deferred():
-            with dask.config.set(CLUSTER_CONFIG | {"distributed.scheduler.allowed-failures": executor.allowed_failures}):
+            with dask.config.set(CLUSTER_CONFIG | {"distributed.scheduler.allowed-failures": executor.allowed_failures,
+                                                   "distributed.worker.preload": [WORKER_PRELOAD]}):
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                        dashboard_address=dashboard, silence_logs=logging.CRITICAL,
                                        env=worker_env(n, usable_cores()))

@@ -182,6 +182,18 @@ def test_sigterm_to_the_process_group_of_a_starting_local_cluster_is_one_line(tm
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["pd"])  # no staging folder left beside --out
 
 
+def test_ctrl_c_to_the_process_group_of_running_local_workers_is_one_line(tmp_path):
+    """A Ctrl-C reaches every process of the group (``timeout -s INT 12 attnphase phase-diagram --omega 0:0.45:6
+    --workers 2``): each worker running a task raised KeyboardInterrupt in its event loop and printed it, ~30 lines a
+    worker, before ``attnphase: interrupted``.  The workers ignore SIGINT; the command closes them."""
+    omegas = "0.2,0.25,0.3,0.35,0.4,0.45"
+    proc = _start_console_script(["phase-diagram", "--omega", omegas, *SMALL, "--workers", "2", "--out", "pd"], tmp_path)
+    _wait_for(lambda: any((tmp_path / "pd" / "tasks").glob("*")) if (tmp_path / "pd" / "tasks").is_dir() else False,
+              proc)  # a task done: both workers have started and run tasks
+    os.killpg(proc.pid, signal.SIGINT)
+    _clean_exit(proc, 130, "attnphase: interrupted")
+
+
 def test_workers_spawned_from_the_console_script_keep_the_default_signal_actions():
     """The handlers belong to the command's process alone (:mod:`attnphase.__main__`)."""
     show = "import signal, attnphase.__main__; print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)"
