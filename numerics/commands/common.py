@@ -76,6 +76,18 @@ def error_note(note: str) -> dict[str, str]:
     return {"error_note": note} if note else {}
 
 
+def check_omega_file_names(omegas: Sequence[float]) -> None:
+    """ValueError where two omegas would write one file: a sweep names its per-omega files ``..._omega<omega>.csv``
+    with 6 significant digits (``--omega 0.3,0.3000001`` wrote the second over the first)."""
+    seen: dict[str, float] = {}
+    for w in omegas:
+        name = f"{float(w):g}"
+        if name in seen and seen[name] != float(w):
+            raise ValueError(f"--omega {seen[name]!r} and {float(w)!r} name the same file (omega{name}, the file names "
+                             "carry 6 significant digits): give omegas that differ within their first 6 digits")
+        seen[name] = float(w)
+
+
 def check_semantic_signal(omegas: Sequence[float]) -> None:
     """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
     so there is no semantic branch and no boundary."""

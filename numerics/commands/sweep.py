@@ -19,7 +19,8 @@ from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.display import finite, with_error
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import command_line, error_note, model_and_config, staged_job, task_store
+from attnphase.numerics.commands.common import (check_omega_file_names, command_line, error_note, model_and_config,
+                                                staged_job, task_store)
 from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo,
                                                     zero_student)
 
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """The sweep of the module doc, every option checked first; its exit code."""
     from attnphase.numerics.commands.bayes_optimal import by_estimator, sweep_bayes_optimal
 
+    check_omega_file_names(opt.parse_values(args.omega, "--omega"))  # one file per omega, either estimator
     if (code := by_estimator(args, lambda: sweep_bayes_optimal(args))) is not None:
         return code
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)

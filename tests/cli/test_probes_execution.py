@@ -501,6 +501,14 @@ def test_scan_values_that_give_one_model_are_refused(capsys, tmp_path):
                         ["--sigma", "'0.5' and '0.5,0.5'", "same model"], tmp_path)
 
 
+@pytest.mark.parametrize("extra", [["--branch", "semantic"], ["--estimator", "bayes-optimal"]])
+def test_a_sweep_refuses_omegas_that_name_one_file(extra, capsys, tmp_path):
+    """``sweep --omega 0.3,0.3000001``: both omegas wrote sweep_semantic_omega0.3.csv (6 significant digits), the
+    second over the first, silently."""
+    _one_line_error(capsys, ["sweep", "--omega", "0.3,0.3000001", "--alpha", "1,2", *extra, "--out", str(tmp_path / "s")],
+                    ["--omega 0.3 and 0.3000001", "same file"], tmp_path)
+
+
 @pytest.mark.parametrize("argv", [["phase-diagram", "--omega", "1"], ["scan", "--lam", "0.01,0.1", "--omega", "1"],
                                   ["phase-diagram", "--omega", "1", "--rank", "2"], ["validate", "--quick", "--omega", "1"]])
 def test_omega_one_alone_is_refused_with_the_reason(argv, capsys, tmp_path):
