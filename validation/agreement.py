@@ -68,7 +68,8 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         out[f"{init}_at_alpha_max"] = {"alpha": top["alpha"], **{f"{o}_sim": top[f"{o}_mean"] for o in observables},
                                        **{f"{o}_std": top[f"{o}_std"] for o in observables},
                                        **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables},
-                                       "theory_branch": (top["theory"]["global"] or {}).get("branch_reached")}
+                                       "theory_branch": (top["theory"]["global"] or {}).get("branch_reached"),
+                                       "n_runs": top.get("n_runs"), "n_converged": top.get("n_converged")}
         agreeing = list(itertools.takewhile(lambda r: all(agrees(r, o) for o in observables), sel))
         out[f"{init}_smallest_agreeing_alpha"] = agreeing[-1]["alpha"] if agreeing else None
         if agreeing:

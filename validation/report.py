@@ -91,8 +91,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
             # the theory's point where its solve reached another fixed point than the start's (as the tables below)
             other = top.get("theory_branch")
             tag = f" ({other})" if other not in (None, init) and top[f"{observables[0]}_theory"] is not None else ""
-            lines += [f"| {init} init, {o} | {top['alpha']} | {_pmv(top[f'{o}_sim'], top[f'{o}_std'])} "
-                      f"| {_f(top[f'{o}_theory'])}{tag} |" for o in observables]
+            lines += [f"| {init} init, {o} | {top['alpha']} | {_pmv(top[f'{o}_sim'], top[f'{o}_std'])}"
+                      f"{_unconverged(top)} | {_f(top[f'{o}_theory'])}{tag} |" for o in observables]
         sm = hl.get(f"{init}_at_smallest_agreeing_alpha")
         if sm:
             a = hl[f"{init}_smallest_agreeing_alpha"]
@@ -130,7 +130,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     for a, r in sorted(sem_rows.items()):
         g, loc = r["theory"]["global"] or {}, r["theory"]["local"] or {}
         lines.append(f"| {a} | {lab(g, 'abs_theta', a, 'global')} | {lab(loc, 'abs_theta', a, 'local')} | "
-                     f"{lab(g, 'eps_g', a, 'global')} | {lab(loc, 'eps_g', a, 'local')} | {_pm(r, 'abs_theta')} |")
+                     f"{lab(g, 'eps_g', a, 'global')} | {lab(loc, 'eps_g', a, 'local')} | {_pm(r, 'abs_theta')}"
+                     f"{_unconverged(r)} |")
     lines += _convergence_lines(summary)
     lines += _sweep_lines(summary)
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
@@ -218,6 +219,12 @@ def _other_form(v: dict[str, Any]) -> str:
         return "--"
     flips = v["agrees"] is not None and (z <= EXTRAPOLATED_SE) != bool(v["agrees"])
     return f"{z:.1f} ({v['other_form']})" + (": the verdict hangs on the form" if flips else "")
+
+
+def _unconverged(row: dict[str, Any]) -> str:
+    """" (k of n runs converged)" after a simulated value some of whose runs did not converge, else ""."""
+    n, k = row.get("n_runs"), row.get("n_converged")
+    return f" ({k} of {n} runs converged)" if n is not None and k is not None and k < n else ""
 
 
 def _fss_seeds(plan: dict[str, Any]) -> str:

@@ -172,6 +172,17 @@ def test_report_files_and_bookkeeping(tmp_path):
     more = json.loads(json.dumps(other))
     more["plan"]["fss_seeds"] = [0, 1, 2, 3]
     assert "2 seeds per point (the finite-size series 4, at d = 12, 24, 48), " in render_markdown(more)
+    # a value some of whose runs did not converge says so where it is shown (validate --max-steps 5: the headline
+    # and the semantic-end tables showed |theta| 0.837 and 0.87 unmarked)
+    assert full["headline"]["semantic_at_alpha_max"]["n_converged"] == full["headline"]["semantic_at_alpha_max"]["n_runs"]
+    assert " runs converged)" not in text
+    more["headline"]["semantic_at_alpha_max"] |= {"n_runs": 2, "n_converged": 1}
+    sem = next(r for r in more["sweep"] if r["init"] == "semantic")
+    sem["n_converged"] = sem["n_runs"] - 1
+    made = render_markdown(more)
+    assert next(ln for ln in made.splitlines() if ln.startswith("| semantic init, eps_g | 2.0 |")).split(" | ")[2] \
+        .endswith(" (1 of 2 runs converged)")
+    assert f"({sem['n_runs'] - 1} of {sem['n_runs']} runs converged) |" in made.split("Semantic branch near its end")[1]
 
 
 def test_a_theory_solve_that_did_not_converge_gives_no_theory_value():
