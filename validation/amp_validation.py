@@ -201,8 +201,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
              f"{len(plan['seeds'])} seeds per point ({len(amp['runs'])} runs, {amp['seconds']:.0f} s wall, "
              f"{amp['cpu_seconds']:.0f} s CPU), against the Bayes-optimal state evolution's q0 at the same alpha. "
              f"mean |theta| +- its standard error; z = (mean - q0) / se, se floored at {THETA_RESOLUTION:g} (the "
-             f"accuracy of a run's |theta| at the stopping rule's tolerance); a point agrees when |z| <= {AGREE_Z:g} at the "
-             "largest d or when the finite-size fit -- a + b/d or a + b/sqrt(d), whichever has the smaller weighted "
+             f"accuracy of a run's |theta| at the stopping rule's tolerance); a point agrees when |z| <= {AGREE_Z:g} at "
+             "the largest d or when the finite-size fit -- a + b/d or a + b/sqrt(d), whichever has the smaller weighted "
              "chi^2, from 3 dimensions on ('-': fewer) -- puts its d -> infinity value within 2 of its standard "
              "errors of q0. 'near 0': runs that ended "
              "at |theta| < q0 / 4.", "",
@@ -223,8 +223,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
         lines += ["", f"AMP does not track the state evolution within these d at {len(bad)} alpha(s) ({at}, at "
                   f"d = {bad[0]['d_max']}). The causes measured (docs/bayes-optimal.md, 'AMP at finite d'): from its "
                   "random start AMP's state evolution passes a noise fixed point (theta = 0, q > 0) that runs at these "
-                  "d do not leave, and the data sets' own fixed points scatter widely where the state evolution's slope "
-                  "is near 1; both fade as d grows."]
+                  "d do not leave, and the data sets' own fixed points scatter widely where the state evolution's "
+                  "slope is near 1; both fade as d grows."]
     c = erm["closest"]
     lines += ["", f"ERM's global minimum against the Bayes-optimal test error at omega = {erm['omega']:g} (the "
               f"validation's theory curves; excess eps_g(ERM) - eps_g(BO) in units of eps_lin = {erm['eps_lin']:.5g}):", "",

@@ -39,8 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d", type=int, default=None,
                    help="override the main dimension (default 1000, quick 200); a larger one joins the finite-size "
                    "series (e.g. --d 2000: docs/validation.md, 'At d >= 2000')")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3); "
-                   "the finite-size series runs at least 6 (quick 4)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="seeds per point (default 4, quick 2; general suite 4, quick 3); the finite-size series runs "
+                   "at least 6 (quick 4)")
     add_training_options(p)
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
     add_torch_options(p, threads="torch threads of the simulations with --workers 1 (default 1, as Dask workers use: "
