@@ -175,7 +175,9 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
         meta = write_boundary_files(
             out, "phase_diagram", table, runs, [{"omega": b.omega} for b in rows], params, omegas, alphas, cfg,
             error_estimate, command, t0, "Phase diagram of dot-product attention: alpha_c, alpha_l "
-            "and the branch ends over omega", {"params": params.to_dict()}, more={"continuation_chains": chains},
+            "and the branch ends over omega", {"params": params.to_dict() | ({"omega": "scanned"} if len(omegas) > 1
+                                                                               else {})},
+            more={"continuation_chains": chains},
             tail=None if scalar else {"curves": json_value({f"{b.omega:g}": b.curves for b in rows})})
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate, rows) if errors else "", params.r)

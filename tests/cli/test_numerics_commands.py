@@ -363,6 +363,11 @@ def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
     assert meta["out"] == str(tmp_path) and meta["params"]["omega"] == 0.3
     assert meta["solver"]["quadrature"] == "gh6" and len(meta["rows"]) == 1
     assert meta["rows"][0]["omega"] == 0.3 and 1.2 < meta["rows"][0]["alpha_c"] < 1.3
+    # over several omegas the model's omega is "scanned", as in the dataset (it was the first omega)
+    argv[argv.index("0.3")] = "0.25,0.3"
+    assert main([*argv[:-4], "--out", str(tmp_path / "two"), "--quiet", "--json"]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert meta["params"]["omega"] == "scanned" and meta["omegas"] == [0.25, 0.3]
 
 
 def test_sweep_over_several_omegas_is_one_task_per_omega(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
