@@ -161,6 +161,7 @@ def test_histogram_json_is_one_object(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(dataset, "histogram_dataset", lambda *a: None)
     monkeypatch.setattr(execution_dataset, "write_netcdf", lambda ds, path: Path(path).write_text("nc"))
     monkeypatch.setattr(report, "summary", lambda result: {"positional": {"val_acc": 0.9}})
+    monkeypatch.setattr(report, "params", lambda result: {"seed": 3})
     import torch
 
     n = torch.get_num_threads()
@@ -171,7 +172,8 @@ def test_histogram_json_is_one_object(tmp_path, capsys, monkeypatch):
         torch.set_num_threads(n)
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
-    assert json.loads(out[0]) == {"positional": {"val_acc": 0.9}, "out": str(tmp_path), "tasks": tasks}
+    assert json.loads(out[0]) == {"positional": {"val_acc": 0.9}, "params": {"seed": 3}, "error_note": report.ERROR_NOTE,
+                                  "out": str(tmp_path), "tasks": tasks}
     assert seen == {"seed": 3, "quiet": True, "store": tmp_path / "tasks", "fresh": False, "workers": 2}
     assert (tmp_path / "histogram.nc").read_text() == "nc"
 
