@@ -350,10 +350,6 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 notes.append(f"{len(rows) - on - failed} {off} (see the reason column)")
             wrote.append(f"wrote {len(rows)} row{'' if len(rows) == 1 else 's'} to {path}"
                          + (f" ({'; '.join(notes)})" if notes else ""))
-        attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
-                          solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
-                          title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
-        write_netcdf(sweeps_dataset(cells, alphas, attrs, columns), stage / dataset)
         bars_note = error_bars_note(cfg, n_rules)
         if not bars_note and n_unbarred:
             bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
@@ -362,6 +358,11 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
         said = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n)
         note = {"error_note": said} if said else {}
+        attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
+                          solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
+                          title=f"The {args.branch} branch of dot-product attention's state evolution over alpha",
+                          **note)  # the JSON's error_note, in the dataset too
+        write_netcdf(sweeps_dataset(cells, alphas, attrs, columns), stage / dataset)
         failures = failure_summary(outs)
         counts = {**task_counts(outs), "failures": failures}
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}

@@ -87,6 +87,10 @@ def test_a_sweep_says_why_a_bar_is_zero(tmp_path, capsys):
     assert all(r["err_m"] == 0.0 and r["m"] == 0.0 and r["err_theta"] > 0 for r in obj["rows"])
     assert "err_m = 0: m = 0 exactly on the semantic branch" in obj["error_note"]
     assert "attnphase: note: err_m = 0: m = 0 exactly" in cap.err
+    from attnphase.execution.dataset import open_dataset
+
+    with open_dataset(tmp_path / "o" / "sweep_semantic.nc") as ds:  # the dataset says it too
+        assert ds.attrs["error_note"] == obj["error_note"]
 
 
 def test_the_census_says_why_its_fixed_points_bars_are_zero():
