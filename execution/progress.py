@@ -79,7 +79,7 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
 
     def _postfix(self, refresh: bool = False) -> None:
         if not self.quiet and self.bar is not None:
-            self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, stored {self.n_stored}"
+            self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, from the store {self.n_stored}"
                                      + (f"; {self.now}" if self.now else ""), refresh=refresh)
 
     def __exit__(self, *exc: Any) -> None:
