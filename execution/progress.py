@@ -29,7 +29,8 @@ class _Stage(logging.Handler):
 class TaskBar(Progress, contextlib.AbstractContextManager):
     """A tqdm bar over tasks (``desc``) counting finished tasks (stored ones included); the postfix says how many
     run now, failed, and were read back from the store, and what a task that runs in this process says it does (the
-    INFO records of :data:`STAGE_LOGGER`'s loggers while the bar is open). ``quiet``: no bar, no notes, no stages."""
+    INFO records of :data:`STAGE_LOGGER`'s loggers while the bar is open). ``quiet``: no bar, no notes, no stages (a
+    corrupted stored task is a warning, said all the same)."""
 
     def __init__(self, desc: str, unit: str = "task", quiet: bool = False) -> None:
         self.desc, self.unit, self.quiet = desc, unit, quiet
@@ -43,8 +44,9 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
         from tqdm import tqdm
 
         self.n_stored = stored
-        if corrupted:
-            self.note(f"{corrupted} corrupted or partial task file(s) removed; computing them again")
+        if corrupted:  # a warning: said under --quiet too
+            print(f"attnphase: warning: {corrupted} corrupted or partial task file(s) removed from the store; "
+                  "computing them again", file=sys.stderr)
         if stored:
             self.note(f"{stored} of {total} tasks read back from the store (--fresh recomputes them)")
         self.bar = tqdm(total=total, initial=stored, desc=self.desc, unit=self.unit, file=sys.stderr,

@@ -131,6 +131,18 @@ def test_a_task_bar_shows_what_a_task_running_here_says_it_does() -> None:
         assert quiet.now == ""
 
 
+def test_a_corrupted_stored_task_is_a_warning_under_quiet_too(capsys) -> None:
+    """``--quiet`` hides progress, never a warning: a corrupted task file removed and recomputed was said only
+    without it (a note)."""
+    from attnphase.execution.progress import TaskBar
+
+    with TaskBar("toy", quiet=True) as quiet:
+        quiet.start(total=2, stored=1, corrupted=1)
+    err = capsys.readouterr().err
+    assert err == ("attnphase: warning: 1 corrupted or partial task file(s) removed from the store; computing them "
+                   "again\n")
+
+
 def test_a_failing_task_is_recorded_and_the_rest_completes(tmp_path, cluster_address) -> None:
     store = ResultStore(tmp_path)
     tasks = _tasks(exec_tasks.square_or_raise, [1, 2, 3, 4])
