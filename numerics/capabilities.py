@@ -45,6 +45,10 @@ CAPABILITIES: dict[str, Capability] = {
     "diagram_error_estimate": Capability("--error-estimate {value}", True, "the rank-r phase diagram takes its errors "
                                          "from the rule's blocks, which its merge of one point the rule splits needs "
                                          "too: neither independent rules (K >= 2) nor none (0)"),
+    "diagram_one_block_rule": Capability("--quadrature {value}", True, "the rank-r phase diagram takes its errors "
+                                         "and its merge of one point the rule splits from the rule's scrambling "
+                                         "blocks, and a rule of one block has none: give one of several, sobolK:4 "
+                                         "(sobol9:4 has sobol11's 2048 nodes)"),
     "omega_continuation": Capability("--continuation on", True, "continuation in omega carries the r = r* = 1 "
                                      "boundaries' refinements from one omega to the next (bifurcation ends of the agnostic "
                                      "branch, alpha_c's Newton correction; docs/method.md section 13); at r >= 2 or "

@@ -69,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
     params, cfg = model_and_config(args, omegas)
     opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
+    from attnphase.numerics.quadrature.rules import rule_blocks
+
+    if not scalar and not rule_blocks(cfg.quadrature):
+        check("diagram_one_block_rule", r, r_star, cfg.quadrature)
 
     n_rules = independent_rules(cfg, error_estimate) if scalar else 0
     executor = execution_options.executor_from_args(args)

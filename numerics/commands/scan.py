@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         if scalar:
             opt.check_branch_possible(m, "positional", "the scan's boundaries")
     from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
+    from attnphase.numerics.quadrature.rules import rule_blocks
 
+    if not scalar and not rule_blocks(cfg.quadrature):
+        check("diagram_one_block_rule", r, r_star, cfg.quadrature)
     n_rules = independent_rules(cfg, error_estimate) if scalar else 0
     executor = execution_options.executor_from_args(args)
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,

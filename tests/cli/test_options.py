@@ -111,6 +111,9 @@ BAD_MODEL_INPUT = [
     # none at all drops the merge of split points (extra branches, other boundaries), said nowhere: refused too
     (["phase-diagram", "--rank", "2", "--error-estimate", "0"], "--error-estimate 0"),
     (["scan", "--lam", "0.01,0.02", "--rank", "2", "--error-estimate", "0"], "--error-estimate 0"),
+    # a rule of one block: no blocks, so no bars and no merge either ("+- nan (?)" everywhere, said nowhere)
+    (["phase-diagram", "--rank", "2", "--quadrature", "sobol11"], "--quadrature sobol11"),
+    (["scan", "--lam", "0.01,0.02", "--rank", "2", "--quadrature", "sobol11"], "--quadrature sobol11"),
     (["phase-diagram", "--rank", "2", "--branch-end", "trace"], "--branch-end"),
     (["solve", "--alpha", "1", "--rank", "2", "--alpha-c-quadrature", "sobol14"], "--alpha-c-quadrature"),
     (["phase-diagram", "--rank", "2", "--omega", "1.5"], "--omega"),

@@ -539,10 +539,10 @@ def _stop(*args, **kwargs):
 
 @pytest.mark.parametrize(("argv", "target", "words"), [
     (["phase-diagram"], "attnphase.numerics.jobs.report.run_phase_diagram", ["10 tasks", "CPU s per omega"]),
-    (["phase-diagram", "--rank", "2", "--omega", "0.3", "--alpha", "0.25:3:6", "--quadrature", "sobol11"],
+    (["phase-diagram", "--rank", "2", "--omega", "0.3", "--alpha", "0.25:3:6", "--quadrature", "sobol9:4"],
      "attnphase.numerics.jobs.report.run_phase_diagram", ["1 task", "CPU s per omega"]),
     (["scan", "--lam", "0.001,0.01,0.1"], "attnphase.numerics.jobs.scan_report.run_scan", ["30 tasks"]),
-    (["scan", "--lam", "0.001,0.01", "--rank", "2", "--omega", "0.3", "--alpha", "0.25:3:6", "--quadrature", "sobol11"],
+    (["scan", "--lam", "0.001,0.01", "--rank", "2", "--omega", "0.3", "--alpha", "0.25:3:6", "--quadrature", "sobol9:4"],
      "attnphase.numerics.jobs.scan_report.run_scan", ["2 tasks", "every core"]),
     (["sweep", "--omega", "0.1,0.2,0.3", "--alpha", "0.8:2.4:40"], "attnphase.execution.run_tasks", ["3 tasks"]),
     (["census", "--alpha", "1.25"], "attnphase.numerics.phase.census.census", ["CPU s measured at the defaults"]),

@@ -290,7 +290,7 @@ def test_a_grid_point_where_a_solve_fails_is_passed_over(monkeypatch, params) ->
 def test_phase_diagram_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
     _patch(monkeypatch, None)
     code = main(["phase-diagram", "--rank", "2", "--teacher-rank", "1", "--omega", "0.3", "--alpha", "0.5,1,1.5,2",
-                 "--quadrature", "sobol10", "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "pd")])
+                 "--quadrature", "sobol8:4", "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "pd")])
     assert code == 0
     meta = json.loads(capsys.readouterr().out)
     (row,) = meta["rows"]
@@ -308,7 +308,7 @@ def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
     titles, plot = [], plots.plot_phase_diagram
     monkeypatch.setattr(plots, "plot_phase_diagram", lambda *a, **k: titles.append(plot(*a, **k).axes[0].get_title()))
     code = main(["scan", "--lam", "0.01,0.02", "--rank", "2", "--omega", "0.3", "--alpha", "0.5,1,1.5,2",
-                 "--quadrature", "sobol10", "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "s")])
+                 "--quadrature", "sobol8:4", "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "s")])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["scanned"] == "lam" and summary["rank"] == 2 and [r["lam"] for r in summary["rows"]] == [0.01, 0.02]
