@@ -64,6 +64,13 @@ def test_L3_passes_and_the_mpmath_check_is_skipped_with_its_reason() -> None:
     assert "skipped" in skipped.line() and np.isnan(skipped.error)
 
 
+def test_a_softmax_too_sharp_for_gauss_hermite_skips_the_eps_lin_check_with_its_reason() -> None:
+    """At rho0 = 100 both the double and the mpmath Gauss-Hermite values erred by 0.8 % (0.03672 against a Monte
+    Carlo's 0.036435): the check passed on a comparison of two wrong numbers; eps_lin is now a Sobol rule's there."""
+    skipped = _by_key(dc.run_checks(ModelParams(rho0=100.0), 2.0, dc.QUICK, only="eps-lin"))["eps-lin"]
+    assert skipped.status == dc.SKIP and "too sharp for Gauss-Hermite" in skipped.reason
+
+
 def test_a_perturbed_kernel_output_fails_the_derivative_check(monkeypatch) -> None:
     """One generated output (the off-diagonal Hessian entry of the prox objective) off by 1e-7 relative."""
     from attnphase.theory.kernels import get_kernels
