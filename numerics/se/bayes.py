@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -48,9 +48,16 @@ class BayesModel:
     noise: float = 0.0
 
     def __post_init__(self) -> None:
+        if np.ndim(self.sigma2) != 1:
+            raise ValueError(f"sigma2 must be a sequence of per-token variances, got {self.sigma2!r}")
         object.__setattr__(self, "sigma2", tuple(float(s) for s in self.sigma2))
-        if not self.sigma2 or min(self.sigma2) <= 0:
-            raise ValueError(f"sigma2 must be positive per-token variances, got {self.sigma2}")
+        if not self.sigma2 or not all(math.isfinite(s) and s > 0 for s in self.sigma2):
+            raise ValueError(f"sigma2 must be finite positive per-token variances, got {self.sigma2}")
+        for name, low, strict in (("rho0", 0.0, True), ("noise", 0.0, False)):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < low or (strict and value == low):
+                raise ValueError(f"{name} must be finite and {'>' if strict else '>='} 0, got {getattr(self, name)}")
+            object.__setattr__(self, name, value)
 
     @classmethod
     def of(cls, params: Any, noise: float = 0.0) -> "BayesModel":
@@ -242,9 +249,13 @@ def free_entropy(model: BayesModel, rule: SignRule, alpha: float, q0: float) -> 
 def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = None, chunk: int = 256) -> float:
     """The Bayes-optimal eps_g at q0 (module doc): w_l = sqrt(q_l) xi_l and h = w + sqrt(Ve) z on tensor
     Gauss-Hermite grids (xi and z, ``order`` nodes per dimension, default :data:`EPS_G_ORDER`); 0 at perfect
-    recovery (q0 = rho0, noiseless)."""
+    recovery (q0 = rho0, noiseless).  ValueError for omega outside [0, 1] or q0 outside [0, rho0]."""
+    if not (math.isfinite(omega) and 0.0 <= omega <= 1.0):
+        raise ValueError(f"omega must lie in [0, 1], got {omega}")
+    if not (math.isfinite(q0) and 0.0 <= q0 <= model.rho0 * (1.0 + 1e-12)):
+        raise ValueError(f"q0 must lie in [0, rho0 = {model.rho0:g}], got {q0}")
     L = model.L
-    q, _, Ve = model.variances(q0)
+    q, _, Ve = model.variances(min(q0, model.rho0))
     if not np.all(Ve > 0):
         return 0.0
     xi, wt = tensor_grid(*gauss_hermite_1d(order or EPS_G_ORDER.get(L, 6)), L)
@@ -259,6 +270,39 @@ def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = 
         var = np.einsum("j,njlk->nlk", wt, dev * dev)
         total += float(wt[start:start + chunk] @ np.einsum("nlk,k->n", var, s2))
     return 0.5 * (1.0 - omega) ** 2 * total
+
+
+#: Where the Gauss-Hermite eps_g is uncertain by more than this (relative; a sharp softmax: rho0 sigma^2 >~ 10, or
+#: L >= 3's coarse grids) it is checked on the Sobol rule :data:`EPS_G_SOBOL` (:func:`bayes_eps_g_sobol`).
+EPS_G_CHECK_RTOL = 1e-4
+#: log2 of the nodes per scrambling and the scramblings of that rule.
+EPS_G_SOBOL = (18, 4)
+
+
+def bayes_eps_g_sobol(model: BayesModel, omega: float, q0s: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """eps_g at each q0 of ``q0s`` on every scrambling of a Sobol rule over the 3L Gaussians (xi, z, z'), from
+    Var_z(S) = E[(S(h) - S(h'))^2] / 2:
+
+        eps_g = (1/4) (1 - omega)^2 E[ sum_{l,k} sigma_k^2 (S_lk(h) - S_lk(h'))^2 ],  h = sqrt(q) xi + sqrt(Ve) z,
+                                                                                     h' = sqrt(q) xi + sqrt(Ve) z'
+
+    (no smoothness needed: the softmax may be nearly a step).  Returns the (len(q0s), scramblings) estimates, the
+    same nodes at every q0 (their differences are accurate), and 0 where q0 = rho0 without noise."""
+    from attnphase.numerics.quadrature.rules import sobol_rule
+
+    L, (log2_n, blocks), s2 = model.L, EPS_G_SOBOL, model.s2()
+    out = np.zeros((len(q0s), blocks))
+    for j in range(blocks):
+        nodes = sobol_rule(L, log2_n, seed=0, randomizations=blocks, block=j, dim=3 * L).nodes
+        xi, z1, z2 = nodes[:, :L], nodes[:, L:2 * L], nodes[:, 2 * L:]
+        for i, q0 in enumerate(q0s):
+            q, _, Ve = model.variances(q0)
+            if not np.all(Ve > 0):
+                continue
+            S1, S2 = (row_softmax(h[:, :, None] * h[:, None, :]) for h in (np.sqrt(q) * xi + np.sqrt(Ve) * z
+                                                                          for z in (z1, z2)))
+            out[i, j] = 0.25 * (1.0 - omega) ** 2 * float(np.mean(np.einsum("nlk,k->n", (S1 - S2) ** 2, s2)))
+    return out
 
 
 # --------------------------------------------------------------------------------------------- branches
@@ -328,6 +372,9 @@ def solve_bayes(model: BayesModel, alpha: float, branch: str = "informative", ru
     highest for ``informative``."""
     if branch not in ("informative", "uninformative"):
         raise ValueError(f"branch must be informative or uninformative, got {branch!r}")
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.floating, np.integer))
+                                       and math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
     rule = rule or sign_rule(model.L)
     pts = [p for p in fixed_points(model, rule, alpha, curve) if p[1]]
     x, stable = (pts[0] if branch == "uninformative" else pts[-1]) if pts else (math.nan, False)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+from attnphase.numerics.se.bayes_curve import bayes_point, bayes_rules
 from attnphase.numerics.se.bayes import (BayesModel, alpha_of_overlap, bayes_eps_g, channel_hats, hat_sum,
                                          invariant_rule, psi_out, se_step, sign_rule,
                                          solve_bayes)
@@ -173,3 +174,49 @@ def test_just_below_alpha_it_the_informative_point_is_not_perfect_recovery():
     assert not below.perfect and 0.0 < 1.0 - below.q0 < 1e-6
     assert bayes_eps_g(model, 0.3, below.q0) > 0.0
     assert solve_bayes(model, 0.5).perfect and solve_bayes(model, 0.5).q0 == 1.0
+
+
+@pytest.mark.parametrize("kwargs", [dict(sigma2=(math.nan, 0.25)), dict(sigma2=(math.inf, 0.25)), dict(sigma2=0.25),
+                                    dict(sigma2=(0.25, 0.25), rho0=-1.0), dict(sigma2=(0.25, 0.25), rho0=math.inf),
+                                    dict(sigma2=(0.25, 0.25), noise=-1.0), dict(sigma2=(0.25, 0.25), noise=math.nan)])
+def test_a_model_with_a_bad_variance_prior_or_noise_is_refused_when_built(kwargs):
+    with pytest.raises(ValueError, match="sigma2|rho0|noise"):
+        BayesModel(**kwargs)
+
+
+@pytest.mark.parametrize("omega, q0", [(0.3, math.nan), (0.3, 5.0), (0.3, -0.1), (2.0, 0.3), (-1.0, 0.3)])
+def test_eps_g_refuses_an_overlap_or_omega_outside_its_range(omega, q0):
+    # a NaN or q0 > rho0 once returned 0.0, the value of perfect recovery
+    with pytest.raises(ValueError, match="q0|omega"):
+        bayes_eps_g(BayesModel((0.25, 0.25)), omega, q0)
+
+
+@pytest.mark.parametrize("alpha", [math.inf, math.nan, 0.0, -1.0])
+def test_solve_bayes_refuses_a_non_finite_or_non_positive_alpha(alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        solve_bayes(BayesModel((0.25, 0.25)), alpha)
+
+
+@pytest.mark.parametrize("kwargs", [dict(rho0=1e4), dict(sigma=2.0), dict(L=4)])
+def test_eps_g_of_a_sharp_softmax_or_coarse_grid_is_eps_lin_at_q0_zero_within_a_small_bar(kwargs):
+    """At q0 = 0 eps_g is eps_lin (docs/model.md section 9).  The Gauss-Hermite grids gave 0.034944 +- 1.0e-3 at
+    rho0 = 1e4 (eps_lin 0.045697), 0.336765 +- 1.4e-3 at sigma = 2 (0.331625), 0.00332 +- 0.00137 at L = 4."""
+    import warnings
+
+    p = ModelParams(omega=0.3, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # eps_lin from its Sobol rule says so
+        lin = eps_lin(p)
+    pt = bayes_point(BayesModel.of(p), 0.3, 0.02, "informative", bayes_rules(BayesModel.of(p)))
+    assert pt.q0 == 0.0
+    assert abs(pt.eps_g - lin) <= 3 * pt.err_eps_g and pt.err_eps_g <= 1e-3 * lin, (pt.eps_g, pt.err_eps_g, lin)
+
+
+def test_eps_g_of_a_strong_teacher_does_not_rise_with_alpha():
+    """More data cannot make the posterior mean worse: at rho0 = 100 the grids' eps_g rose from 0.03467 (alpha 0.15)
+    to 0.03674 (0.2), above eps_lin."""
+    m = BayesModel.of(ModelParams(omega=0.3, rho0=100.0))
+    rules = bayes_rules(m)
+    pts = [bayes_point(m, 0.3, a, "informative", rules) for a in (0.15, 0.2, 0.25)]
+    for a, b in zip(pts, pts[1:]):
+        assert b.eps_g <= a.eps_g + 2 * math.hypot(a.err_eps_g, b.err_eps_g), [(x.eps_g, x.err_eps_g) for x in pts]
