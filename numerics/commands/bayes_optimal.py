@@ -49,7 +49,8 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     rec["reason"] = "" if found else (f"no stable {branch} fixed point found at alpha = {alpha:g} on the rule "
                                       f"sign{rules.fine.order}: q0 is not a number")
     if p.coincides:
-        note = f"the informative and uninformative branches coincide at alpha = {alpha:g} (q = {p.q0:.6g})"
+        at = "perfect recovery" if p.perfect else f"q = {p.q0!r}, short of perfect recovery q = {model.rho0:g}"
+        note = f"the informative and uninformative branches coincide at alpha = {alpha!r} ({at})"
         rec["note"] = note
         print(f"attnphase: note: {note}", file=sys.stderr)
     rec.update({"err_q": p.err_q0, "err_m": 0.0, "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g,
@@ -77,13 +78,15 @@ def bayes_error_note(p, rho0: float) -> str:
 def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
     """:func:`bayes_error_note` for a sweep's rows: why its bars are 0 or NaN, each case once (err_m = 0 always;
     free_entropy NaN at perfect recovery; err_q = err_V = err_theta = 0 where q0 = 0 or q0 = rho0)."""
-    said = ["err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
-    if any(r["perfect_recovery"] and not math.isfinite(r["free_entropy"]) for r in rows):
+    said = ["err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"] if rows and "err_m" in rows[0] \
+        else []
+    if any(r["perfect_recovery"] and not math.isfinite(r.get("free_entropy", 0.0)) for r in rows):
         said.append("free_entropy and err_free_entropy NaN where perfect_recovery = 1: Phi diverges at q0 = rho0")
     ends = sorted({"no recovery, q0 = 0" if r["q"] == 0.0 else "perfect recovery, q0 = rho0" for r in rows
                    if r["err_q"] == 0.0 and r["q"] in (0.0, rho0)})
     if ends:
-        said.append(f"err_q = err_V = err_theta = 0 at the rows of {' and of '.join(ends)}: every rule gives it")
+        bars = " = ".join(k for k in ("err_q", "err_V", "err_theta") if k in rows[0])
+        said.append(f"{bars} = 0 at the rows of {' and of '.join(ends)}: every rule gives it")
     return "; ".join(said)
 
 
@@ -139,7 +142,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                       title="The Bayes-optimal state evolution of dot-product attention over alpha",
                       **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
     paths = {w: out_dir / f"sweep_bayes-optimal_omega{params.replace(omega=w).omega:g}.csv" for w in rows_by_omega}
-    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
+    job_model = bayes_params(params) | {"omega": list(omegas), "alpha": list(alphas), "branches": list(branches)}
     # a bar of 0 or NaN is never silent (solve --estimator bayes-optimal's error_note, for the rows)
     bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
                                       model.rho0)
@@ -158,7 +161,8 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():
             outputs.write_text_atomic(stage / paths[w].name, csv_text(rows, BAYES_SWEEP_COLUMNS))
-        write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
+        write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs | {"error_note": bars_note}),
+                     stage / "sweep_bayes-optimal.nc")  # the JSON's error_note, in the dataset too
         outputs.write_text_atomic(stage / "sweep_bayes-optimal.json", json.dumps(obj, indent=1) + "\n")
     for w, rows in rows_by_omega.items():
         rows_word = "row" if len(rows) == 1 else "rows"

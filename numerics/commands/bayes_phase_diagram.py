@@ -89,12 +89,18 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
            "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
            "rule": rule, "rows": rows,
-           "curves": {f"{w:g}": json_rows(c) for w, c in curves.items()},
+           "curves": {repr(float(w)): json_rows(c) for w, c in curves.items()},  # keys: omegas' entries, in full
            "variables": bayes_described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
+    from attnphase.numerics.commands.bayes_optimal import bayes_rows_error_note
+
+    exact = [f"err_{k}" for k in THRESHOLD_KEYS if any(r[f"err_{k}"] == 0.0 for r in rows)]
+    obj["error_note"] = "; ".join(n for n in (  # a bar of 0 or NaN is never silent (as the sweep's)
+        bayes_rows_error_note([p for c in curves.values() for p in c], params.rho0),
+        f"{' = '.join(exact)} = 0 where the threshold is exact (its <threshold>_note says why)" if exact else "") if n)
     same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
     if same:  # one model for every omega (< 1): the thresholds once more at the top, as the ERM diagram has them
         obj |= {c: rows[0][c] for k in THRESHOLD_KEYS for c in (k, f"err_{k}", f"{k}_note")}
-    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
+    job_model = bayes_params(params) | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
     with staged_job(out_dir, stem, job_model, args.json) as stage:
         outputs.write_text_atomic(stage / f"{stem}.csv", bayes_diagram_csv(rows))
         write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")

@@ -39,6 +39,8 @@ def test_bayes_phase_diagram_writes_the_thresholds_per_omega(tmp_path, capsys):
     assert c3[1]["eps_g"] == rec["eps_g"] and c3[1]["q"] == rec["q"]
     assert c3[2]["perfect_recovery"] == 1 and c3[2]["eps_g"] == 0.0
     assert obj["curves"]["0.1"][1]["eps_g"] > c3[1]["eps_g"] > 0
+    assert [float(k) for k in obj["curves"]] == obj["omegas"]  # keyed by the omegas in full (0.0310345 did not match)
+    assert "err_alpha_it" in obj["error_note"] and "err_q = 0" in obj["error_note"]  # the bars of 0, said
     import xarray as xr
 
     with xr.open_dataset(out / "phase_diagram_bayes-optimal.nc") as ds:

@@ -17,7 +17,9 @@ def test_simulate_amp_json(capsys):
     assert code == 0 and len(out) == 1
     rec = json.loads(out[0])
     # the run's omega, device and dtype, then the model: no ridge, no loss (the posterior mean minimises none)
-    assert tuple(rec) == AMP_JSON_KEYS + ("omega", "device", "dtype", "sigma", "L", "A", "P", "rho0", "rank")
+    assert tuple(rec) == AMP_JSON_KEYS + ("omega", "device", "dtype", "sigma", "L", "A", "P", "rho0", "rank",
+                                          "error_note")
+    assert "no error bar" in rec["error_note"]  # a number without its bar says why (README)
     assert (rec["omega"], rec["device"], rec["dtype"], rec["tol"]) == (0.3, "cpu", "float64", 1e-7)
     assert rec["algorithm"] == "amp" and rec["d"] == 300 and rec["n"] == 240 and rec["seed"] == 1
     assert rec["converged"] is True and rec["iterations"] == len(rec["theta_path"]) - 1 == len(rec["q_path"]) - 1

@@ -124,7 +124,8 @@ def _run_amp(args: argparse.Namespace) -> int:
     from attnphase.validation.experiments import resolve_device
 
     out = res.to_json() | {"omega": params.omega, "device": resolve_device(args.device).type,
-                           "dtype": args.dtype} | model_fields(params, ridge=False)
+                           "dtype": args.dtype} | model_fields(params, ridge=False) | {"error_note": AMP_ERROR_NOTE}
+    print(f"attnphase: note: {AMP_ERROR_NOTE}", file=sys.stderr)
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
@@ -152,6 +153,12 @@ def model_fields(params: Any, ridge: bool = True) -> dict[str, Any]:
 SIMULATION_ERROR_NOTE = ("m, theta, q, e_t carry no error bar: they are this run's exact values (one teacher, one "
                          "seed; their spread over seeds is validate's sd_<obs>); the bars of eps_g and eps_lin are the "
                          "standard errors of their means over the n_test test samples")
+
+
+#: Why an AMP run's numbers carry no error bar.
+AMP_ERROR_NOTE = ("theta, q and their paths carry no error bar: they are this run's exact values (one teacher, one "
+                  "seed; their spread over seeds is validate's); se_q0 is the state evolution's, exact up to its rule's "
+                  "error (solve --estimator bayes-optimal gives its bar)")
 
 
 def run(args: argparse.Namespace) -> int:
