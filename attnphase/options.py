@@ -217,7 +217,7 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
     check_L(args.L, command)
     cov = _matrix(getattr(args, "token_cov", None), "--token-cov")
     sigma = None  # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
-    if cov is None or args.sigma != "0.5":
+    if cov is None or option_given(args, "--sigma", "0.5"):
         vals = parse_values(args.sigma, "--sigma", distinct=False)  # per-token values may repeat
         sigma = vals[0] if len(vals) == 1 else tuple(vals)
     with model_errors():

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
 #: Proximal maps: the global minimiser, the local minimiser from h = 0 (the paper's), the lowest
 #: minimiser on the side of the student's mean field (the basin gradient descent keeps from its start).
 PROX_MODES = ("global", "local", "aligned")
@@ -27,7 +29,7 @@ BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 #: The largest ``tol`` a configuration with error bars takes (a looser one stops an error bar's warm re-solve at
 #: its start: a bar of 0); a hundred times below the precise tier's bars.
 MAX_TOL = 1e-6
-#: The tightest tol the command takes: above the round-off floor of the map's relative step (a few 1e-16).
+#: The tightest tol a configuration takes: above the round-off floor of the map's relative step (a few 1e-16).
 MIN_TOL = 1e-14
 
 #: Environment variable that, when set, overrides ``backend="auto"`` (``numpy``, ``numba`` or ``torch``).
@@ -81,7 +83,9 @@ class SolverConfig:
         bifurcation_quadrature: rule of the SE-Jacobian eigenvalues at the agnostic branch.
         end_quadrature: rule of the warm re-solve that moves a bifurcation end by one linearised step (None: none).
         branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
-        error_bars: attach to every fixed point and boundary its standard error (docs/method.md section 7).
+        error_bars: make standard errors (docs/method.md section 7): the boundaries' (``phase_boundaries``), the
+            census's and the commands'; ``solve`` and ``sweep`` return the fixed points alone, their bars from
+            :func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error` (``point_errors`` for several).
     """
 
     tol: float = 1e-10
@@ -105,8 +109,15 @@ class SolverConfig:
     def __post_init__(self) -> None:
         from attnphase.numerics.quadrature.rules import parse_rule_spec
 
-        if not (self.tol > 0 and self.tol < 1):
-            raise ValueError(f"tol must lie in (0, 1), got {self.tol}")
+        if not (MIN_TOL <= self.tol < 1):
+            raise ValueError(f"tol must lie in [{MIN_TOL:g}, 1) (a residual below {MIN_TOL:g} is round-off), "
+                             f"got {self.tol}")
+        if not isinstance(self.error_bars, (bool, np.bool_)):
+            raise ValueError(f"error_bars must be True or False, got {self.error_bars!r}")
+        for name in ("max_iter", "anderson", "anderson_budget", "full_search_every"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
         if self.error_bars and self.tol > MAX_TOL:
             raise ValueError(f"tol {self.tol:g} is too loose for error bars (a re-solve on another rule would stop at "
                              f"its start: a bar of 0); tol must lie in (0, {MAX_TOL:g}] (or error_bars=False)")

@@ -108,7 +108,7 @@ class ModelParams:
         if self.C is not None:
             C = _as_matrix(self.C, "C", L)
             Ca = np.array(C)
-            if not np.allclose(Ca, Ca.T, atol=1e-12):
+            if not np.allclose(Ca, Ca.T, rtol=0, atol=1e-12 * max(1.0, np.abs(Ca).max())):
                 raise ValueError("C (token covariance) must be symmetric")
             if np.any(np.diag(Ca) <= 0) or np.linalg.eigvalsh(Ca).min() < -1e-10 * max(1.0, np.abs(Ca).max()):
                 raise ValueError("C (token covariance) must be positive semi-definite with a positive diagonal")
@@ -144,7 +144,7 @@ class ModelParams:
 
         P = _as_matrix(default_P(L) if self.P is None else self.P, "P", L)
         Pa = np.array(P)
-        if not np.allclose(Pa, Pa.T, atol=1e-12):
+        if not np.allclose(Pa, Pa.T, rtol=0, atol=1e-12 * max(1.0, np.abs(Pa).max())):
             raise ValueError("P (positional Gram matrix) must be symmetric")
         if np.linalg.eigvalsh(Pa).min() < -1e-10 * max(1.0, np.abs(Pa).max()):
             raise ValueError("P (positional Gram matrix) must be positive semi-definite")
@@ -152,7 +152,7 @@ class ModelParams:
 
         A = _as_matrix(default_A(L) if self.A is None else self.A, "A", L)
         Aa = np.array(A)
-        if np.any(Aa < 0) or not np.allclose(Aa.sum(axis=1), 1.0, atol=1e-9):
+        if np.any(Aa < 0) or not np.allclose(Aa.sum(axis=1), 1.0, rtol=0, atol=1e-9):  # numpy's rtol would allow 1e-5
             raise ValueError(f"A must be row-stochastic (non-negative rows summing to 1), got {A}")
         set_("A", A)
 

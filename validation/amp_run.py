@@ -17,7 +17,7 @@ from attnphase.theory.params import ModelParams
 
 from .amp import AmpConfig, gamp, revealed_fields
 from .amp_spectral import spectral_start
-from .data import check_dimension, make_teacher, n_samples, sample
+from .data import check_dimension, check_seed, make_teacher, n_samples, sample
 from .experiments import generator, resolve_device, resolve_dtype
 
 #: Keys of the ``attnphase simulate --algorithm amp --json`` object, in order.
@@ -54,7 +54,8 @@ class AmpSpec:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        check_dimension(self.d)
+        object.__setattr__(self, "d", check_dimension(self.d))
+        object.__setattr__(self, "seed", check_seed(self.seed))
         n_samples(self.alpha, self.d)
         resolve_dtype(self.dtype)
         if why := amp_unsupported(self.params):

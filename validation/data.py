@@ -73,6 +73,13 @@ def check_dimension(d: int) -> int:
     return int(d)
 
 
+def check_seed(seed: int) -> int:
+    """Validate a random seed (an integer >= 0: numpy's and torch's streams take no other)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    return int(seed)
+
+
 def _randn(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
     return torch.randn(shape, generator=generator, device=generator.device, dtype=torch.float64)
 

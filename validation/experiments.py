@@ -19,7 +19,7 @@ import torch
 
 from attnphase.theory.params import ModelParams
 
-from .data import check_dimension, make_teacher, n_samples, sample
+from .data import check_dimension, check_seed, make_teacher, n_samples, sample
 from .measure import overlaps, test_errors, training_objective
 from .students import fit_linear, prepare
 from .training import INITS, TrainConfig, check_choice, initial_Q, train
@@ -85,7 +85,8 @@ class SimSpec:
     exact_teacher_norm: bool = True
 
     def __post_init__(self) -> None:
-        check_dimension(self.d)
+        object.__setattr__(self, "d", check_dimension(self.d))
+        object.__setattr__(self, "seed", check_seed(self.seed))
         n_samples(self.alpha, self.d)
         check_choice("init", self.init, INITS)
         resolve_dtype(self.dtype)

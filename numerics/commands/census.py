@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
                             for k, floor in BRANCH_FLOORS[fp.branch]
                             if overlap_size(fp, k) < floor)
             got += f" ({low}, below the branch's floor: the agnostic point at the rule's resolution)"
-        if (at := fp.status.message.find("from V0 x")) >= 0:  # its first step left the admissible region: retried
+        at = max(fp.status.message.find("from V0 x"), fp.status.message.find("from q0 x"))
+        if at >= 0:  # its first step left the admissible region: retried
             got += f", {fp.status.message[at:]}"
         print(f"attnphase: start {start.name}: {got} ({fp.status.iterations} evaluations)", file=sys.stderr, flush=True)
 

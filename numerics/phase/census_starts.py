@@ -27,7 +27,7 @@ from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.starts import mixture, positional_direction
 from attnphase.numerics.se.state_evolution import (embedded_branches, embedded_start, fixed_mixtures,
-                                                   larger_V0_starts, rank_one_overlaps, solve)
+                                                   larger_starts, rank_one_overlaps, solve)
 from attnphase.theory.params import ModelParams
 
 #: SE evaluations a search solve may spend at r = r* = 1 (a start that needs more is dropped, and counted).
@@ -190,16 +190,16 @@ def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: S
 
 def solve_init(params: ModelParams, alpha: float, branch: str, ov: Overlaps, config: SolverConfig) -> FixedPoint:
     """The solve from the overlaps ``ov``; where its first SE step leaves the admissible region (no state reached,
-    residual NaN), tried again from larger V0s as a cold start is
-    (:func:`~attnphase.numerics.se.state_evolution.larger_V0_starts`), the first that reaches a state kept (its
+    residual NaN), tried again from larger V0s, then q0s, as a cold start is
+    (:func:`~attnphase.numerics.se.state_evolution.larger_starts`), the first that reaches a state kept (its
     message says so)."""
     fp = solve(params, alpha, branch, config=config, init=ov)
     spent = fp.status.iterations
-    for factor, start in larger_V0_starts(ov):
+    for what, start in larger_starts(ov):
         if fp.status.converged or not math.isnan(fp.status.residual):
             return fp
         fp = solve(params, alpha, branch, config=config, init=start)
         spent += fp.status.iterations
-        fp = fp.with_status(iterations=spent, message=f"{fp.status.message}, from V0 x {factor:g} (the first step "
-                                                              f"from the start's V0 left the admissible region)")
+        fp = fp.with_status(iterations=spent, message=f"{fp.status.message}, from {what} (the first step from the "
+                                                              "start left the admissible region)")
     return fp

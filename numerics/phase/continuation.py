@@ -115,9 +115,13 @@ def sweep(
     """
     scalar = is_scalar_form(params.r, teacher_rank(params))
     check_branch(branch, BRANCHES if scalar else MATRIX_BRANCHES)
+    if isinstance(alphas, str):
+        raise ValueError(f"alphas must be a sequence of numbers, got the string {alphas!r}")
     grid = sorted(float(a) for a in alphas)
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
+    if len(set(grid)) < len(grid):
+        raise ValueError(f"each alpha once: {list(alphas)} repeats a value")
     full_cfg = config or SolverConfig()
     cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER) if scalar else full_cfg.max_iter,
                   warm_fallback=False)

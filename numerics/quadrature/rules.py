@@ -149,21 +149,26 @@ def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     try:
         if s.startswith("ghr"):
             parts = s[3:].split(":")
-            kind, args = "ghr", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
+            if len(parts) <= 2:
+                kind, args = "ghr", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
         elif s.startswith("gh"):
             kind, args = "gh", (int(s[2:]),)
         elif s.startswith("sobol"):
             parts = s[5:].split(":")
-            kind, args = "sobol", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 1, int(parts[2]) if len(parts) > 2 else 0)
+            if len(parts) <= 3:  # sobolK:REPS:SEED, nothing after it
+                kind, args = "sobol", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 1,
+                                       int(parts[2]) if len(parts) > 2 else 0)
     except ValueError:
-        pass
+        kind = ""
     if not kind:
         raise ValueError(f"unknown quadrature rule {spec!r}: use e.g. 'sobol12', 'sobol14:4:0' (2^14 points, 4 "
                          f"scramblings, seed 0), 'gh8' or 'ghr8:1'")
     if kind == "sobol" and not (1 <= args[0] <= 30 and args[1] >= 1 and args[2] >= 0):
         raise ValueError(f"quadrature rule {spec!r}: sobolK[:REPS:SEED] needs 1 <= K <= 30, REPS >= 1, SEED >= 0")
-    if kind != "sobol" and not (GH_ORDERS[0] <= args[0] <= GH_ORDERS[1] and args[-1] >= 0):
+    if kind != "sobol" and not GH_ORDERS[0] <= args[0] <= GH_ORDERS[1]:
         raise ValueError(f"quadrature rule {spec!r}: a Gauss-Hermite order must lie in [{GH_ORDERS[0]}, {GH_ORDERS[1]}]")
+    if kind == "ghr" and args[1] < 0:
+        raise ValueError(f"quadrature rule {spec!r}: ghrN[:SEED] needs a rotation SEED >= 0")
     if block is not None and not (kind == "sobol" and block < args[1]):
         raise ValueError(f"quadrature rule {spec!r}: block @{block} needs a Sobol rule with more than {block} "
                          f"randomisations (sobolK:REPS:SEED@j, 0 <= j < REPS)")

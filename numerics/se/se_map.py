@@ -339,6 +339,9 @@ def se_step(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfi
 
     ``rule`` is used as given (default: ``config.quadrature`` symmetrised); ValueError where the step leaves the
     admissible region."""
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float, np.number)) and math.isfinite(alpha)
+                                        and alpha > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
     cfg = config or SolverConfig()
     smap = SEMap(params, FixedAlpha(alpha), rule if rule is not None else model_rule(params, cfg), cfg)
     ev = smap.evaluate(ov.to_vector(), exact=True)

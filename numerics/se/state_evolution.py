@@ -31,14 +31,18 @@ from attnphase.theory.whitening import se_params
 #: factor, up to COLD_V0_TRIES times (V0 up to 4^5 = 1024, past 1/lambda at lambda >= 1e-3).
 COLD_V0_FACTOR = 4.0
 COLD_V0_TRIES = 5
+COLD_Q0_TRIES = 3
 
 
-def larger_V0_starts(ov0: Overlaps) -> Iterator[tuple[float, Overlaps]]:
-    """(factor, ``ov0`` with V0 x factor) for factor = COLD_V0_FACTOR^k, k = 1 .. COLD_V0_TRIES: the starts tried,
-    in turn, where the first SE step from ``ov0`` leaves the admissible region (V0 far below the fixed point's gives
-    Lam <= 0)."""
+def larger_starts(ov0: Overlaps) -> Iterator[tuple[str, Overlaps]]:
+    """(what was changed, the start) for ``ov0`` with V0 x COLD_V0_FACTOR^k, k = 1 .. COLD_V0_TRIES, then with q0 x
+    COLD_V0_FACTOR^k, k = 1 .. COLD_Q0_TRIES: the starts tried, in turn, where the first SE step from ``ov0`` leaves
+    the admissible region (V0 far below the fixed point's gives Lam <= 0; so does q0 far below it: without the
+    ridge penalty the agnostic point's q0 is 1.18 at alpha = 2, the cold start's 0.1)."""
     for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
-        yield factor, replace(ov0, V0=ov0.V0 * factor)
+        yield f"V0 x {factor:g}", replace(ov0, V0=ov0.V0 * factor)
+    for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_Q0_TRIES + 1)):
+        yield f"q0 x {factor:g}", replace(ov0, q0=ov0.q0 * factor)
 
 
 #: Cold starts of the positional branch above this alpha go through a short continuation.
@@ -98,7 +102,11 @@ def solve(
     ``rank_one`` (from :func:`rank_one_overlaps` at the same alpha) holds rank-1 fixed points the embedded start
     needs, solved once for several solves.  Cold starts: docs/method.md section 4.  Correlated tokens are solved in
     their whitened form (``init`` too).  Returns a :class:`FixedPoint` whose ``status`` says whether the residual
-    reached ``config.tol``; ValueError for a bad alpha, branch, start or init.
+    reached ``config.tol`` (or stalled at the rule's jump scale, its message says); ValueError for a bad alpha,
+    branch, start or init.  A converged point may carry the requested label and yet lie below the branch's floor,
+    the rule's noise beside the agnostic point (``attnphase solve`` then exits 1):
+    :func:`~attnphase.numerics.phase.branch_end.on_branch` tells; its error bars:
+    :func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`.
     """
     alpha = _check_alpha(alpha)
     cfg = config or SolverConfig()
@@ -193,7 +201,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     spent = result.evaluations
     if cold and result.evaluation is None:
         # the first step from the cold start left the domain (Lam <= 0: V0 far below the branch's): a larger V0
-        for _, ov0 in larger_V0_starts(initial_overlaps(params, branch)):
+        for _, ov0 in larger_starts(initial_overlaps(params, branch)):
             smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
             result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
             spent += result.evaluations

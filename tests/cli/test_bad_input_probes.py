@@ -30,6 +30,12 @@ REFUSED = [
     (["solve", "--alpha", "1", "--quadrature", "gh200"], ["--quadrature", "nodes"]),
     (["solve", "--alpha", "1", "--quadrature", "gh1"], ["--quadrature", "gh1"]),
     (["solve", "--alpha", "1", "--quadrature", "sobol12:0"], ["--quadrature"]),
+    (["solve", "--alpha", "1", "--quadrature", "sobol8:4:0:junk"], ["--quadrature", "sobol8:4:0:junk"]),
+    (["solve", "--alpha", "1", "--quadrature", "ghr8:1:2"], ["--quadrature", "ghr8:1:2"]),
+    (["solve", "--alpha", "1", "--quadrature", "ghr8:-1"], ["--quadrature", "SEED >= 0"]),
+    (["solve", "--alpha", "2", "--token-cov", "0.09,0;0,0.49", "--sigma", "0.5"], ["--token-cov", "got sigma 0.5"]),
+    (["simulate", "--algorithm", "amp", "--alpha", "0.4", "--token-cov", "0.09,0;0,0.49", "--sigma", "0.5"],
+     ["--token-cov", "got sigma 0.5"]),
     (["solve", "--alpha", "1", "--error-estimate=-3"], ["--error-estimate", "-3"]),
     (["solve", "--alpha", "1", "--error-estimate=1"], ["--error-estimate", "K >= 2"]),
     (["solve", "--alpha", "1", "--tol", "10"], ["--tol"]),
@@ -49,6 +55,7 @@ REFUSED = [
     (["solve", "--alpha", "1", "--A", "0.5,0.5,0.5,0.5"], ["--A", 'separated by ";"']),
     (["census", "--alpha", "1", "--P", "1,0,0,1"], ["--P", 'separated by ";"']),
     (["solve", "--alpha", "1", "--A", "0.9,0.3;0.5,0.5"], ["--A", "row-stochastic"]),
+    (["solve", "--alpha", "1", "--A", "0.6,0.4;0.4,0.60001"], ["--A", "row-stochastic"]),  # numpy's rtol let 1e-5 in
     (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5,0.5", "--L", "3"], ["--A", "L = 3"]),
     (["solve", "--alpha", "1", "--P", "1,2;3,4"], ["--P", "symmetric"]),
     (["sweep", "--omega", "0.3", "--alpha", "1", "--rank", "2", "--prox", "local"], ["--prox local", "global"]),
@@ -408,6 +415,18 @@ def test_library_refuses_a_tol_too_loose_for_error_bars():
     assert SolverConfig(tol=MAX_TOL).tol == MAX_TOL
 
 
+@pytest.mark.parametrize("kwargs, needle", [(dict(tol=1e-20), "tol"), (dict(tol=1e-20, error_bars=False), "tol"),
+                                            (dict(max_iter=2.5), "max_iter"), (dict(max_iter=True), "max_iter"),
+                                            (dict(error_bars="no"), "error_bars")])
+def test_library_refuses_what_the_command_line_cannot_say(kwargs, needle):
+    """tol = 1e-20 ran and reported converged with a residual of 2.8e-16 above it; max_iter = 2.5 ran 3 evaluations;
+    error_bars = "no" switched the bars on."""
+    from attnphase.numerics.config import SolverConfig
+
+    with pytest.raises(ValueError, match=needle):
+        SolverConfig(**kwargs)
+
+
 def test_solve_at_the_loosest_tol_has_honest_bars(capsys):
     assert main(["solve", "--alpha", "2", "--tol", "1e-6", "--quadrature", "sobol8:4", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
@@ -681,9 +700,11 @@ def test_a_sweeps_json_counts_its_rows_on_off_and_not_converged(tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv", [["--alpha", "2", "--branch", "agnostic"],
-                                  ["--alpha", "2", "--omega", "0.2", "--lam", "0.1", "--branch", "positional"]])
-def test_cold_start_left_the_domain_is_retried_with_a_larger_V0(argv, capsys):
-    # the fixed cold start (V0 = 1) took a first SE step out of the domain: "not converged" on ordinary input
+                                  ["--alpha", "2", "--omega", "0.2", "--lam", "0.1", "--branch", "positional"],
+                                  ["--alpha", "2", "--lam", "0", "--branch", "agnostic"]])
+def test_cold_start_left_the_domain_is_retried_with_a_larger_V0_or_q0(argv, capsys):
+    # the fixed cold start (V0 = 1, q0 = 0.1) took a first SE step out of the domain: "not converged ... no fixed
+    # point" on ordinary input (at lam = 0 the agnostic point's q0 is 1.18: no V0 alone gets there)
     assert main(["solve", *argv, "--quadrature", "sobol8:4", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["converged"] and rec["branch"] == argv[argv.index("--branch") + 1] and rec["err_V"] > 0
@@ -913,3 +934,29 @@ def test_cold_points_off_branch_keeps_a_cold_solve_that_reaches_the_label(monkey
     assert solved == [2.0, 3.0, 4.0] and judged == [(4.0, 3)]
     assert out.others[0] is None and out.others[1].alpha == 2.0 and out.others[2] is None and out.others[3].alpha == 4
     assert continuation.cold_points_off_branch(ModelParams(), sw, SolverConfig()) is sw
+
+
+def test_the_bayes_optimal_branches_note_does_not_round_to_perfect_recovery(capsys):
+    """At alpha = 0.4999999 the note said 'coincide at alpha = 0.5 (q = 1)' beside perfect_recovery: false."""
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.4999999", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["perfect_recovery"] is False and "alpha = 0.4999999" in rec["note"]
+    assert "short of perfect recovery" in rec["note"] and f"q = {rec['q']!r}" in rec["note"]
+
+
+def test_a_bayes_optimal_sweep_into_a_folder_of_other_branches_says_it_replaces_them(capsys, tmp_path):
+    """--branch uninformative into a folder holding both branches replaced the informative rows without a word
+    (the job record held no branches; it held lam, which the estimator does not use)."""
+    argv = ["sweep", "--estimator", "bayes-optimal", "--alpha", "0.1:0.6:3", "--out", str(tmp_path), "--workers", "1"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main([*argv, "--branch", "uninformative"]) == 0
+    err = capsys.readouterr().err
+    assert 'branches=["informative", "uninformative"] -> ["uninformative"]' in err
+    record = json.loads(next(tmp_path.glob(".attnphase-job-sweep_bayes-optimal*.json")).read_text())
+    assert "lam" not in json.dumps(record)
+    import xarray as xr
+
+    obj = json.loads((tmp_path / "sweep_bayes-optimal.json").read_text())
+    with xr.open_dataset(tmp_path / "sweep_bayes-optimal.nc") as ds:  # the JSON's error_note, in the dataset too
+        assert obj["error_note"] and ds.attrs["error_note"] == obj["error_note"]

@@ -165,3 +165,15 @@ def test_bad_arguments():
         n_samples(-0.5, 100)
     with pytest.raises(ValueError, match="alpha"):
         n_samples(0.0, 100)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0"])
+def test_a_simulation_or_amp_run_refuses_a_seed_that_is_not_a_non_negative_integer(seed):
+    """seed = -1 failed deep in numpy ('expected non-negative integer'), 1.5 and True ran silently as seed 1."""
+    from attnphase.validation.amp_run import AmpSpec
+    from attnphase.validation.experiments import SimSpec
+
+    for spec in (lambda: SimSpec(d=100, alpha=2.0, init="semantic", seed=seed),
+                 lambda: AmpSpec(d=100, alpha=0.4, seed=seed)):
+        with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+            spec()
