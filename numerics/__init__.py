@@ -27,6 +27,8 @@ _EXPORTS = {
     "FixedPoint": "se.results", "SolverStatus": "se.results", "solve": "se.state_evolution",
     "solve_at_order": "se.fixed_order_solve",
     "refined_training_objective": "se.training_objective",
+    "fixed_point_error": "errors.quadrature_error", "point_errors": "errors.quadrature_error",
+    "on_branch": "phase.branch_end", "census": "phase.census",
 }
 
 __all__ = sorted(_EXPORTS)

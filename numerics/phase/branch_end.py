@@ -315,6 +315,11 @@ def trace_branch_end(
     semantic = branch == "semantic"
     order = "th0" if semantic else "m"  # the order parameter, its size by overlap_size
     size_start = overlap_size(start, order)
+    if not on_branch(start, branch):  # a trace from elsewhere shows nothing of where the branch ends
+        return BranchEnd(math.nan, STOPPED, "trace", note=(
+            f"the start at alpha = {start.alpha:.4g} is no point of the {branch} branch ({start.branch} label, "
+            f"|{'theta' if semantic else 'm'}| = {size_start:.3g}, converged: {bool(start.status.converged)}): "
+            "nothing to trace"))
     low = max(min_ratio * size_start, SEMANTIC_THETA_FLOOR if semantic else POSITIONAL_M_FLOOR)
     if low >= 0.9 * size_start:
         return BranchEnd(float(start.alpha), "bifurcation", "trace")
@@ -352,4 +357,13 @@ def trace_branch_end(
             f"the trace at fixed {order} stopped at alpha = {best.alpha:.4g}, short of the end: its next step jumps "
             f"in alpha by more than {max_alpha_jump:g}"))
     kind = "bifurcation" if best is pts[-1] and len(pts) > 1 else "fold"
+    alphas = [p.alpha for p in pts]
+    backwards = [b - a for a, b in zip(alphas, alphas[1:])]
+    if kind == "bifurcation" and (max(backwards) > 0 if semantic else min(backwards) < 0):
+        # alpha moved away from the end on the way to it: the rule's noise, which a finer rule may not share
+        far = (max if semantic else min)(alphas)
+        return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]), note=(
+            f"alpha along the trace is not monotone (it reached {far:.4g} before ending at {best.alpha:.4g}): near "
+            f"the end the trace may follow the rule's noise ({cfg.quadrature}); its extreme point re-solved on a "
+            "finer rule tells (the commands do, on --end-quadrature)"))
     return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]))

@@ -115,9 +115,14 @@ class FixedPoint:
 
     @property
     def record(self) -> dict[str, Any]:
-        """The CLI's JSON/CSV record: at r = r* = 1 q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d) (mapped back to
-        the tokens' variables for a whitened model), V = V0; otherwise the gauge invariants, the directions' labels,
-        the observables, the status and the overlaps (as iterated and canonical)."""
+        """The fixed point's own numbers: at r = r* = 1 q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d) (mapped back
+        to the tokens' variables for a whitened model), V = V0; otherwise the gauge invariants, the directions'
+        labels, the observables, the status and the overlaps (``overlaps`` as iterated, ``canonical_overlaps`` in
+        the canonical gauge).  What ``solve --json`` prints (docs/reference/outputs.md) is built from it: the
+        command adds the model, the requested branch, ``err_*``
+        (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`) and ``reason``, names the canonical
+        overlaps ``overlaps``, and leaves the numbers null where the solve did not converge (here they are the last
+        iterate's, ``converged`` False)."""
         if self.is_matrix:
             return self._matrix_record()
         p, ov, obs, status = self.params, self.overlaps, self.observables, self.status

@@ -727,3 +727,28 @@ def test_alpha_l_whose_brent_search_loses_the_branch_is_the_interval_of_its_conv
     note = next(n for n in b.notes if n.startswith("alpha_l"))
     assert note.startswith(f"alpha_l: the interval [{lo:.4g}, {hi:.4g}] between the semantic points solved last")
     assert "semantic branch lost at alpha = 1.5 (a stand-in)" in note
+
+
+def test_a_trace_from_off_the_branch_or_through_the_rules_noise_says_so(monkeypatch):
+    """trace_branch_end from a semantic point asked for the positional end returned the start's alpha as a
+    'bifurcation'; a trace whose alpha moved away from the end on its way there (the fast rule at omega = 0.3:
+    0.720, 0.745, ... 0.558, where the eigenvalue puts the end at 0.70) said nothing of it."""
+    from attnphase.numerics.phase import branch_end as be
+
+    on = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol6:2"))
+    off = be.trace_branch_end(ModelParams(), on, "positional")
+    assert math.isnan(off.alpha) and off.kind == be.STOPPED and "no point of the positional branch" in off.note
+
+    def at(alpha, theta):
+        ov = on.overlaps
+        return replace(on, alpha=alpha, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=theta))
+
+    def solve_at_order(path):
+        return lambda params, order, target, init, config=None, memory=None: at(path(target), target)
+
+    monkeypatch.setattr(be, "solve_at_order", solve_at_order(lambda th: 3.5 + 5 * th))  # monotone: no note
+    clean = be.trace_branch_end(ModelParams(), at(6.0, 0.5), "semantic", n_steps=6, min_ratio=0.1, max_alpha_jump=9)
+    assert clean.kind == "bifurcation" and clean.note == ""
+    monkeypatch.setattr(be, "solve_at_order", solve_at_order(lambda th: 3.5 + 5 * th + (0.5 if 0.1 < th < 0.15 else 0)))
+    noisy = be.trace_branch_end(ModelParams(), at(6.0, 0.5), "semantic", n_steps=6, min_ratio=0.1, max_alpha_jump=9)
+    assert noisy.kind == "bifurcation" and noisy.alpha == clean.alpha and "not monotone" in noisy.note

@@ -70,3 +70,17 @@ def test_a_matrix_point_records_its_invariants_and_ranks() -> None:
     assert {k: rec[k] for k in fp.invariants} == fp.invariants
     assert len(rec["q0_eigenvalues"]) == 2 and rec["q0_eigenvalues"][0] >= rec["q0_eigenvalues"][1]
     assert rec["iterations"] == fp.status.iterations >= 1 and "e_t_direct" in rec
+
+
+def test_the_library_tells_a_point_below_the_branchs_floor_as_the_command_does():
+    """solve(omega = 0.3, alpha = 0.70, semantic) converges with the semantic label at |theta| = 0.004, the rule's
+    noise beside the agnostic point, which `attnphase solve` rejects (exit 1); the library's answer is on_branch,
+    and the point's bars (fixed_point_error) say that no block reproduces it."""
+    from attnphase.numerics import SolverConfig, fixed_point_error, on_branch, solve
+    from attnphase.theory import ModelParams
+
+    fp = solve(ModelParams(omega=0.3), 0.70, "semantic")
+    assert fp.status.converged and fp.branch == "semantic" and abs(fp.overlaps.th0) < 0.02
+    assert not on_branch(fp, "semantic")
+    assert fixed_point_error(fp, SolverConfig()).converged < 2
+    assert on_branch(solve(ModelParams(omega=0.3), 2.0, "semantic"), "semantic")
