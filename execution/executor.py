@@ -66,6 +66,10 @@ class ExecutorSpec:
     connect_timeout: float = 10.0
     worker_timeout: float = 60.0
 
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be an integer >= 1, got {self.workers!r}")
+
     @property
     def in_process(self) -> bool:
         return self.scheduler is None and self.workers == 1

@@ -217,4 +217,6 @@ def train(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig = TrainCon
     """Minimise ``R(Q)`` on the prepared training set ``g`` from ``Q0`` (``(d, r)``)."""
     if Q0.ndim != 2 or Q0.shape[0] != g.d:
         raise ValueError(f"Q0 must have shape (d, r) = ({g.d}, r), got {tuple(Q0.shape)}")
+    if isinstance(lam, bool) or not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lam (the ridge penalty) must be a finite number >= 0, got {lam!r}")
     return (_gd if cfg.optimizer == "gd" else _adam)(Q0, g, lam, cfg, cfg.tolerance(Q0.dtype))

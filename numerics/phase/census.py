@@ -35,6 +35,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import error_keys, on_its_branch, replicate_errors, replicate_solves
 from attnphase.numerics.parallel import map_in_order, without_memory
+from attnphase.numerics.quadrature.rules import rule_blocks
 from attnphase.numerics.phase.census_starts import (CensusStart, census_rank_one, census_starts, perturbed_starts,
                                                     search_config, solve_start)
 from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_key, paired_difference, same_point, within_errors
@@ -230,7 +231,8 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
     entries = [replace(e, leading_eigenvalue=stability_eigenvalue(model, alpha, e.point.overlaps, cfg))
                for e in entries]
     entries.sort(key=lambda e: e.e_t)
-    return Census(params, float(alpha), tuple(entries), found, n_rules, time.perf_counter() - t0)
+    used = 0 if not cfg.error_bars or rule_blocks(cfg.quadrature) else (n_rules or CENSUS_RULES)  # as documented
+    return Census(params, float(alpha), tuple(entries), found, used, time.perf_counter() - t0)
 
 
 def _merged(keep: CensusEntry, drop: CensusEntry) -> CensusEntry:

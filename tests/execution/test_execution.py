@@ -312,3 +312,12 @@ def test_a_local_clusters_workers_run_without_the_profiler_and_the_malloc_trim_t
     from attnphase.execution.executor import usable_cores, worker_env
 
     assert set(settings.values()) == {(False, None, worker_env(2, usable_cores())["NUMBA_NUM_THREADS"])}
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True])
+def test_an_executor_of_no_workers_is_refused(workers) -> None:
+    """map_tasks(workers=0) started a one-worker local cluster where the commands refuse --workers 0."""
+    from attnphase.execution import map_tasks
+
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        map_tasks(abs, [-1, -2], workers=workers)

@@ -180,3 +180,11 @@ def test_gd_carrying_the_fields_takes_the_steps_of_plain_gd():
     res = train(Q0, g, p.lam, cfg)
     assert res.steps == steps and res.status == "budget"
     torch.testing.assert_close(res.Q, _plain_armijo_gd(Q0, g, p.lam, cfg, steps), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [-1.0, math.nan, math.inf])
+def test_train_refuses_a_ridge_penalty_that_is_not_a_finite_non_negative_number(lam):
+    """train(Q0, g, -1.0) or NaN ran and returned status 'stalled'."""
+    p, t, g = _problem(d=30)
+    with pytest.raises(ValueError, match="lam"):
+        train(initial_Q("semantic", t, 1, generator(0, "init")), g, lam, TrainConfig(max_steps=2))

@@ -58,6 +58,7 @@ def test_census_lists_the_stable_zero_student_at_rank_1() -> None:
     [entry] = res.entries
     assert entry.point.branch == "agnostic" and entry.point.overlaps.zero_student
     assert entry.stable and np.isfinite(entry.leading_eigenvalue)
+    assert res.n_rules == 0  # bars from the rule's blocks, as documented (it reported the unused default, 4)
 
 
 @pytest.mark.parametrize("lam, q0", [(0.5, (3.1e-24, 7.7e-25)), (1.0, (3.2e-35, 2.3e-35))])
