@@ -69,8 +69,11 @@ class _Parser(argparse.ArgumentParser):
         return ns, extras
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
-        """One line, the same prefix as every other error: ``attnphase: error: ... (see PROG --help)``."""
-        self.exit(2, f"attnphase: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+        """One line, the same prefix as every other error: ``attnphase: error: ... (see PROG --help)``; argparse's
+        ``argument --lam: invalid float value`` as ``--lam: invalid float value``, as the tool's own errors name
+        the option."""
+        message = re.sub(r"^argument (-[\w-]+)(?:/-[\w-]+)*: ", r"\1: ", " ".join(message.split()))
+        self.exit(2, f"attnphase: error: {message} (see {self.prog} --help)\n")
 
 
 def command_modules() -> list[ModuleType]:

@@ -49,6 +49,11 @@ def executor_from_args(args: argparse.Namespace):
     workers = workers_from_args(args)
     scheduler = getattr(args, "scheduler", None)
     if scheduler is not None:
+        from attnphase.options import option_given
+
+        if option_given(args, "--workers", "auto"):
+            raise ValueError(f"--workers {args.workers}: with --scheduler the cluster's workers run the tasks; leave "
+                             "--workers out")
         scheduler = str(scheduler).strip()
         if not _ADDRESS.match(scheduler):
             raise ValueError(f"--scheduler must be a Dask scheduler address such as tcp://host:8786, got {scheduler!r}")

@@ -79,13 +79,29 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
                    f"(default {d['tol']:g})")
 
 
+#: The solver options only some commands use (the boundaries' refinements, the branch ends'): given to another
+#: command, one is refused rather than ignored.
+ROLE_COMMANDS = {
+    "alpha_c_quadrature": ("phase-diagram", "scan"), "alpha_l_quadrature": ("phase-diagram", "scan"),
+    **{field: ("sweep", "phase-diagram", "scan") for field in ("bifurcation_quadrature", "end_quadrature",
+                                                               "branch_end")},
+}
+
+
 def config_from_args(args: argparse.Namespace):
     """The SolverConfig of the solver group: the rules of ``--precision``, every option given on top (``none``
-    of an optional rule gives None), ``--error-estimate`` applied; a bad value is a ValueError naming its option."""
+    of an optional rule gives None), ``--error-estimate`` applied; a bad value is a ValueError naming its option,
+    an option the command does not use (:data:`ROLE_COMMANDS`) too."""
     from attnphase.numerics.config import MAX_TOL, MIN_TOL, SolverConfig
 
     changes = {field: (option, None if field in _OPTIONAL_RULES and str(value).strip().lower() == "none" else value)
                for option, field in SOLVER_OPTIONS if (value := getattr(args, field, None)) is not None}
+    command = getattr(args, "command", None)
+    for field, (option, _) in changes.items():
+        if command and command not in ROLE_COMMANDS.get(field, (command,)):
+            users = ROLE_COMMANDS[field]
+            raise ValueError(f"{option}: used by {', '.join(users[:-1])} and {users[-1]} only (a {command} locates no "
+                             f"{'boundary' if field.startswith('alpha') else 'branch end'}); leave it out")
     if "tol" in changes and not (MIN_TOL <= changes["tol"][1] <= MAX_TOL):
         raise ValueError(f"--tol {changes['tol'][1]:g}: the fixed-point residual must lie far below the quadrature "
                          f"error and above its round-off: --tol must lie in [{MIN_TOL:g}, {MAX_TOL:g}] "
@@ -135,14 +151,16 @@ def check_supported(params: Any, config: Any, args: argparse.Namespace | None = 
         raise ValueError(f"--{msg}" if role else msg) from None
 
 
-def add_branch_option(p: argparse.ArgumentParser, mixed: bool = False, bayes: bool = False) -> None:
+def add_branch_option(p: argparse.ArgumentParser, mixed: bool = False, bayes: bool = False,
+                      bayes_default: str = "informative (default) or uninformative") -> None:
     """``--branch``: the fixed-point family of BRANCHES, with ``mixed`` (rank r >= 2) and the Bayes-optimal
-    estimator's ``informative`` / ``uninformative`` where the command offers them."""
+    estimator's ``informative`` / ``uninformative`` where the command offers them (``bayes_default`` says which
+    runs without the option)."""
     p.add_argument("--branch", choices=BRANCHES + (("mixed",) if mixed else ())
                    + (("informative", "uninformative") if bayes else ()), default=None if bayes else "semantic",
                    help="fixed-point family to solve for / follow (default semantic)"
                    + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else "")
-                   + ("; with --estimator bayes-optimal: informative (default) or uninformative" if bayes else ""))
+                   + (f"; with --estimator bayes-optimal: {bayes_default}" if bayes else ""))
 
 
 def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:

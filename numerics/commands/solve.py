@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     opt.check_branch_possible(params, args.branch)
     scalar = is_scalar_form(params.r, params.r_star)
     if scalar and params.L >= 3:
+        more = "" if params.L == 3 else f"; at L = {params.L} the rules have {2 * params.L} Gaussian dimensions, not 6"
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
-              f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
+              f"(up to ~50 s measured at L = 3 on 2 cores{more})", file=sys.stderr, flush=True)
 
     from attnphase.numerics.se.state_evolution import mixed_from_mixtures, solve
 

@@ -36,7 +36,8 @@ DESCRIPTION = ("Follow one branch of fixed points over alpha by continuation and
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``sweep``'s options (docs/reference/commands.md)."""
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
-    solver_options.add_branch_option(p, mixed=True, bayes=True)
+    solver_options.add_branch_option(p, mixed=True, bayes=True,
+                                     bayes_default="informative or uninformative (default: both)")
     opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv, "
                              "DIR/sweep_bayes-optimal.nc and .json, with its thresholds")
     opt.add_model_options(p, omega_range=True, omega_default="0.3")

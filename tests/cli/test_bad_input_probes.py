@@ -56,6 +56,14 @@ REFUSED = [
     (["census", "--alpha", "1", "--P", "1,0,0,1"], ["--P", 'separated by ";"']),
     (["solve", "--alpha", "1", "--A", "0.9,0.3;0.5,0.5"], ["--A", "row-stochastic"]),
     (["solve", "--alpha", "1", "--A", "0.6,0.4;0.4,0.60001"], ["--A", "row-stochastic"]),  # numpy's rtol let 1e-5 in
+    (["solve", "--alpha", "2", "--lam", "abc"], ["attnphase: error: --lam: invalid float value"]),  # not "argument --lam"
+    # options that would be ignored: refused
+    (["solve", "--alpha", "2", "--branch-end", "trace"], ["--branch-end", "used by sweep, phase-diagram and scan"]),
+    (["census", "--alpha", "2", "--alpha-c-quadrature", "sobol9"], ["--alpha-c-quadrature", "used by"]),
+    (["sweep", "--alpha", "1,2", "--alpha-l-quadrature", "none"], ["--alpha-l-quadrature", "used by"]),
+    (["validate", "--quick", "--workers", "2", "--threads", "2"], ["--threads 2", "--workers 1"]),
+    (["histogram", "--quick", "--threads", "2", "--workers", "2"], ["--threads 2", "--workers 1"]),
+    (["histogram", "--quick", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2"], ["--workers 2", "--scheduler"]),
     (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5,0.5", "--L", "3"], ["--A", "L = 3"]),
     (["solve", "--alpha", "1", "--P", "1,2;3,4"], ["--P", "symmetric"]),
     (["sweep", "--omega", "0.3", "--alpha", "1", "--rank", "2", "--prox", "local"], ["--prox local", "global"]),

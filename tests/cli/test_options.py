@@ -195,18 +195,22 @@ def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
         "--alpha-c-quadrature": "ghr10:2", "--alpha-l-quadrature": "sobol11:3", "--bifurcation-quadrature": "sobol13",
         "--end-quadrature": "sobol11:2", "--branch-end": "trace", "--tol": "1e-8",
     }
-    argv = base + [x for kv in given.items() for x in kv]
+    used = {option: field for option, field in solver_options.SOLVER_OPTIONS
+            if command in solver_options.ROLE_COMMANDS.get(field, (command,))}
+    argv = base + [x for option in used for x in (option, given[option])]
     cfg = solver_options.config_from_args(build_parser().parse_args(argv))
-    assert cfg == SolverConfig(prox="local", backend="numpy", quadrature="gh8", e_t_quadrature="sobol14:2:3",
-                               alpha_c_quadrature="ghr10:2", alpha_l_quadrature="sobol11:3",
-                               bifurcation_quadrature="sobol13", end_quadrature="sobol11:2", branch_end="trace", tol=1e-8)
-    for option, field in solver_options.SOLVER_OPTIONS:  # every option reaches its own field
-        assert getattr(cfg, field) == (float(given[option]) if field == "tol" else given[option])
-    off = solver_options.config_from_args(build_parser().parse_args(
-        base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None", "--alpha-l-quadrature", "none",
-                "--end-quadrature", "none"]))
-    assert off.alpha_c_quadrature is None and off.e_t_quadrature is None and off.alpha_l_quadrature is None
-    assert off.end_quadrature is None
+    assert cfg == SolverConfig(**{field: float(given[option]) if field == "tol" else given[option]
+                                  for option, field in used.items()})
+    for option, field in solver_options.SOLVER_OPTIONS:  # every option reaches its own field, or is refused
+        if option in used:
+            assert getattr(cfg, field) == (float(given[option]) if field == "tol" else given[option])
+        else:  # a solve or census uses no boundary's or end's rule: refused, not ignored
+            with pytest.raises(ValueError, match=f"{option}: used by"):
+                solver_options.config_from_args(build_parser().parse_args(base + [option, given[option]]))
+    nones = [o for o in ("--alpha-c-quadrature", "--e-t-quadrature", "--alpha-l-quadrature", "--end-quadrature")
+             if o in used]
+    off = solver_options.config_from_args(build_parser().parse_args(base + [x for o in nones for x in (o, "none")]))
+    assert all(getattr(off, used[o]) is None for o in nones)
 
 
 @pytest.mark.parametrize("command", SOLVER_COMMANDS)
@@ -241,7 +245,7 @@ def test_error_estimate_sets_the_blocks_or_switches_error_bars_off(command: str)
 
 @pytest.mark.parametrize("option, value, needle", [
     ("--quadrature", "simpson", "--quadrature: unknown quadrature"),
-    ("--bifurcation-quadrature", "gh", "--bifurcation-quadrature: unknown quadrature"),
+    ("--e-t-quadrature", "gh", "--e-t-quadrature: unknown quadrature"),
     ("--tol", "2", "--tol must lie in [1e-14, 1e-06]"),
     ("--tol", "0.01", "--tol must lie in [1e-14, 1e-06]"),
 ])

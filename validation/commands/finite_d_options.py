@@ -10,6 +10,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def add_training_options(p: argparse.ArgumentParser) -> None:
@@ -40,6 +41,16 @@ def check_threads(threads: int | None) -> None:
     """``--threads`` None (torch's choice) or >= 1."""
     if threads is not None and threads < 1:
         raise ValueError(f"--threads must be >= 1, got {threads}")
+
+
+def check_threads_apply(args: argparse.Namespace, executor: Any, default: Any) -> None:
+    """``--threads`` above 1 given where the tasks do not run in this process (several workers or ``--scheduler``):
+    refused, as the Dask workers run one thread each and the option would be ignored."""
+    from attnphase.options import option_given
+
+    if option_given(args, "--threads", default) and args.threads != 1 and not executor.in_process:
+        raise ValueError(f"--threads {args.threads}: applies with --workers 1 (the tasks then run in this process); "
+                         "the Dask workers run one torch thread each")
 
 
 def check_dimension(d: int) -> None:

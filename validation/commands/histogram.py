@@ -13,7 +13,7 @@ import time
 
 from attnphase import execution_options
 from attnphase import outputs, work
-from attnphase.validation.commands.finite_d_options import check_device, check_threads
+from attnphase.validation.commands.finite_d_options import check_device, check_threads, check_threads_apply
 
 NAME = "histogram"
 HELP = "the paper's histogram task: positional vs semantic attention (docs/model.md section 8)"
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     check_threads(args.threads)
     executor = execution_options.executor_from_args(args)
+    check_threads_apply(args, executor, 1)
     out = outputs.out_dir_from_args(args)
     check_device(args.device)
 

@@ -12,10 +12,10 @@ import sys
 from attnphase import options as opt
 from attnphase import execution_options
 from attnphase import outputs, work, workload
-from attnphase.validation.commands.finite_d_options import (add_torch_options, add_training_options, check_device,
-                                                           check_dimension, check_dtype, check_memory, check_plan_samples,
-                                                           check_threads, check_training, train_config,
-                                                           warn_rounded_alphas)
+from attnphase.validation.commands.finite_d_options import (
+    add_torch_options, add_training_options, check_device, check_dimension, check_dtype, check_memory,
+    check_plan_samples, check_threads, check_threads_apply, check_training, train_config, warn_rounded_alphas,
+)
 from attnphase.validation.output_names import summary_for_output
 
 NAME = "validate"
@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
     check_device(args.device)
     executor = execution_options.executor_from_args(args)
+    check_threads_apply(args, executor, None)
     opt.announce_defaults(args, params)
 
     import torch
@@ -171,6 +172,8 @@ def _run_general(args: argparse.Namespace) -> int:
     cases = select_cases(getattr(args, "cases", None))
     out_dir = _checked_out_dir(args)
     check_device(args.device)
+    executor = execution_options.executor_from_args(args)
+    check_threads_apply(args, executor, None)
 
     import torch
 
@@ -218,7 +221,7 @@ def _run_general(args: argparse.Namespace) -> int:
     with staged_job(out_dir, "validate", {"suite": "general", "cases": [c.key for c in plan.cases], "d": plan.d},
                     args.json) as stage:
         summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir),
-                                         executor=execution_options.executor_from_args(args), fresh=args.fresh)
+                                         executor=executor, fresh=args.fresh)
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
         print(json.dumps(outputs.json_value(summary_for_output(summary))))

@@ -152,7 +152,7 @@ def test_bad_continuation_value_exits_2(capsys) -> None:
         main(["phase-diagram", "--continuation", "maybe"])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("attnphase: error: argument --continuation")
+    assert len(err) == 1 and err[0].startswith("attnphase: error: --continuation")
 
 
 @pytest.mark.heavy
