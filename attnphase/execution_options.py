@@ -57,7 +57,27 @@ def executor_from_args(args: argparse.Namespace):
         scheduler = str(scheduler).strip()
         if not _ADDRESS.match(scheduler):
             raise ValueError(f"--scheduler must be a Dask scheduler address such as tcp://host:8786, got {scheduler!r}")
+        check_reachable(scheduler)
     return ExecutorSpec(workers=workers, scheduler=scheduler, worker_timeout=worker_timeout_from_env())
+
+
+#: Seconds the execution group waits for a TCP connection to ``--scheduler`` before any work.
+REACH_SECONDS = 5.0
+
+
+def check_reachable(address: str) -> None:
+    """A one-line ValueError where nothing listens at a ``tcp://host:port`` (or ``host:port``) scheduler address,
+    before any work (other schemes are left to Dask's connect)."""
+    import socket
+
+    match = re.match(r"^(?:tcp://)?\[?([^\s\]]+?)\]?:(\d+)/?$", address)
+    if match is None:
+        return
+    try:
+        socket.create_connection((match.group(1), int(match.group(2))), timeout=REACH_SECONDS).close()
+    except OSError as exc:
+        raise ValueError(f"--scheduler {address}: cannot connect ({exc.strerror or exc}); is a Dask scheduler "
+                         "running there (dask scheduler)?") from None
 
 
 #: The environment variable of the seconds a job waits while its ``--scheduler`` has no worker.

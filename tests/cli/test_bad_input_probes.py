@@ -64,6 +64,9 @@ REFUSED = [
     (["validate", "--quick", "--workers", "2", "--threads", "2"], ["--threads 2", "--workers 1"]),
     (["histogram", "--quick", "--threads", "2", "--workers", "2"], ["--threads 2", "--workers 1"]),
     (["histogram", "--quick", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2"], ["--workers 2", "--scheduler"]),
+    # nothing listens there: said before the announcement and the progress bar, not after a 10 s wait
+    (["sweep", "--alpha", "1,2", "--scheduler", "tcp://127.0.0.1:1"], ["--scheduler tcp://127.0.0.1:1: cannot connect"]),
+    (["validate", "--quick", "--scheduler", "127.0.0.1:1"], ["--scheduler 127.0.0.1:1: cannot connect"]),
     (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5,0.5", "--L", "3"], ["--A", "L = 3"]),
     (["solve", "--alpha", "1", "--P", "1,2;3,4"], ["--P", "symmetric"]),
     (["sweep", "--omega", "0.3", "--alpha", "1", "--rank", "2", "--prox", "local"], ["--prox local", "global"]),
