@@ -178,7 +178,12 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
         # X's point nearest its birth (end)
         x = min(t for t in X.points if t >= end.alpha) if X is B else max(t for t in X.points if t <= end.alpha)
         if end.kind == f"meets {Y.name}" or not Y.on(x) and cont.solve_on(Y, x)[0] is None or X.e_t(x) <= Y.e_t(x):
-            return Change(end.alpha, end.err, A.name, B.name, f"{what} of {X.name} ({end.kind}; {end.method})", (a, b))
+            bound = ""
+            if "solver failure" in end.kind:  # no solve converged past it: X may go on there, and be the lowest
+                bound = (f"; {X.name} was not reached {'below' if X is B else 'above'} it (solver failure, not "
+                         f"absence): the change may lie {'lower' if X is B else 'higher'}")
+            return Change(end.alpha, end.err, A.name, B.name, f"{what} of {X.name} ({end.kind}; {end.method}){bound}",
+                          (a, b))
         a, b = (x, b) if X is B else (a, x)
     x, err, method = _delta_change(cont, A, B, a, b, tol, END_TOL)
     return Change(x, err, A.name, B.name, method, (a, b))

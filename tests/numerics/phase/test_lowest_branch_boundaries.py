@@ -426,6 +426,9 @@ def test_a_branch_inside_the_grid_is_found_by_a_census_where_the_set_of_branches
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
     assert abs(b.alpha_c - 0.9) <= b.alpha_c_err / 2 + 1e-12
     assert b.alpha_c_method.startswith("birth of mixed (no converged solve")
+    # a birth located by failed solves bounds the change: said (phase-diagram --rank 2 --precision fast gave
+    # alpha_c at such a birth while solve --branch mixed converged below it)
+    assert "mixed was not reached below it (solver failure, not absence): the change may lie lower" in b.alpha_c_method
     notes = "; ".join(b.notes)
     assert "global minimum: mixed -> positional at alpha = 1.6" in notes
 
