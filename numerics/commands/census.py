@@ -225,8 +225,11 @@ def _print_table(points: list[dict], scalar: bool) -> None:
 
 def _summary(obj: dict, cfg: Any) -> int:
     """The last line on stderr (the global minimum, or that there is none) and the exit code."""
+    lost = obj["polish_failures"]
+    again = "on it again with the full budget" if obj["search_quadrature"] == cfg.quadrature else f"on {cfg.quadrature}"
     dropped = (f"{obj['not_converged']} of {obj['starts']} starts did not converge on {obj['search_quadrature']}, "
-               f"{obj['polish_failures']} points found there not on {cfg.quadrature} (dropped); {obj['seconds']:.1f} s")
+               f"{lost} point{'' if lost == 1 else 's'} found there not converging {again} (dropped); "
+               f"{obj['seconds']:.1f} s")
     points = obj["fixed_points"]
     if not points:
         print(f"attnphase: no fixed point found ({dropped})", file=sys.stderr)

@@ -204,7 +204,9 @@ def census_dataset(points: Sequence[dict[str, Any]], columns: Sequence[str], sta
 
     dv: dict[str, Any] = {c: (("rank_in_e_t",), _column([p.get(c) for p in points]))
                           for c in columns if c != "rank_in_e_t"}
-    dv |= {c: (("start",), _column([s.get(c) for s in starts])) for c in start_columns if c != "start"}
+    # a starts' column named as a point's (residual at rank r >= 2) is start_<name>: one must not overwrite the other
+    dv |= {(f"start_{c}" if c in dv else c): (("start",), _column([s.get(c) for s in starts]))
+           for c in start_columns if c != "start"}
     coords = {"rank_in_e_t": np.arange(1, len(points) + 1, dtype=np.int64),
               "start": np.array([str(s["start"]) for s in starts], dtype=object)}
     return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup)

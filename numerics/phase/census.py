@@ -217,7 +217,7 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
         errors = replicate_errors(fp, reps, blocks) if reps else {}
         entry = CensusEntry(fp, tuple(reps), blocks, errors, names)
         if entry.unreproduced:  # step 3's second test, once the others are in
-            unreproduced.append((entry, [p.branch for p in solves if p.status.converged]))
+            unreproduced.append((entry, [floor_label(p) for p in solves if p.status.converged]))
         else:
             _merge_within_errors(entries, entry)
     for entry, landed in unreproduced:
@@ -265,21 +265,29 @@ WITHOUT = {("positional", "m"): "agnostic", ("semantic", "th0"): "agnostic", ("m
            ("mixed", "th0"): "positional"}
 
 
+def floor_label(fp: FixedPoint) -> str:
+    """``fp``'s label, or where an order parameter of it lies below its branch's floor the label it has without that
+    order parameter (both below: agnostic): the point it is the rule's noise next to."""
+    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
+
+    if not below_floor(fp, fp.branch):
+        return fp.branch
+    low = [name for name, floor in BRANCH_FLOORS[fp.branch] if overlap_size(fp, name) < floor]
+    return WITHOUT[(fp.branch, low[0])] if len(low) == 1 else "agnostic"
+
+
 def _below_floor_merged(entries: list[CensusEntry]) -> list[CensusEntry]:
     """``entries`` with each point that has no error bars (``--error-estimate 0``: the merge within them cannot test
     it) and whose order parameter lies below its branch's floor merged into the one point of the label it has
     without that order parameter (both below: agnostic), where exactly one is listed: the rule's noise next to that
     point, as the bars would have merged it (``census --error-estimate 0`` listed a positional point of |m| =
     0.002 beside the agnostic one)."""
-    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
-
     out = list(entries)
     for entry in entries:
         fp = entry.point
-        if entry.errors or not below_floor(fp, fp.branch):
+        label = floor_label(fp)
+        if entry.errors or label == fp.branch:
             continue
-        low = [name for name, floor in BRANCH_FLOORS[fp.branch] if overlap_size(fp, name) < floor]
-        label = WITHOUT[(fp.branch, low[0])] if len(low) == 1 else "agnostic"
         same = [i for i, e in enumerate(out) if e.point.branch == label]
         if len(same) == 1 and entry in out:
             out[same[0]] = _merged(out[same[0]], entry)

@@ -409,6 +409,9 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
 
     ds = open_dataset(tmp_path / "c" / "census.nc")  # the rank-r table too, under census.csv's names
     assert cf_problems(ds) == [] and set(rows[0].split(",")) - {"rank_in_e_t"} <= set(ds.data_vars)
+    # both tables have a residual: the points' kept over rank_in_e_t (the starts' one overwrote it), the starts' beside
+    assert ds["residual"].dims == ("rank_in_e_t",) and ds["start_residual"].dims == ("start",)
+    assert list(ds["residual"].values) == [float(r.split(",")[rows[0].split(",").index("residual")]) for r in rows[1:]]
     # the table: a row per fixed point, lowest e_t first, with its stability verdict
     assert main(argv[:-3]) == 0
     table = capsys.readouterr().out.strip().splitlines()
@@ -530,3 +533,17 @@ def test_a_height_without_its_paired_error_is_said():
     said = unpaired_note(rows)
     assert said.startswith("err_delta_e_t and separation_paired null on agnostic (e_t 0.00375404: 1 pair)")
     assert unpaired_note(rows[:2]) == "" and unpaired_note([{"branch": "semantic", "e_t": 0.1}] * 2) == ""
+
+
+def test_a_point_whose_re_solves_fall_below_the_floor_is_the_point_it_is_noise_beside() -> None:
+    """census --alpha 1 --omega 0.3 --rho0 2 listed a fourth, 'stable' positional point (|m| = 0.023, e_t the agnostic
+    point's): its one converged re-solve kept the positional label at |m| = 0.004, below the floor, so no merge rule
+    saw it land on the agnostic point.  A re-solve below its label's floor lands on the label without that order
+    parameter."""
+    fp = solve(ModelParams(omega=0.3), 2.0, "positional", config=SolverConfig(quadrature="sobol6:2", error_bars=False))
+    ov = fp.overlaps
+    beside = dataclasses.replace(fp, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=np.array([0.003, -0.003]), th0=0.0))
+    assert census_mod.floor_label(fp) == "positional" and census_mod.floor_label(beside) == "agnostic"
+    entries = [SimpleNamespace(point=SimpleNamespace(branch=b)) for b in ("semantic", "positional", "agnostic")]
+    assert census_mod.displaced_from(entries, "positional", [census_mod.floor_label(beside)]) == 2
+    assert census_mod.displaced_from(entries, "positional", [beside.branch]) is None  # by its label: no merge
