@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     res = census_mod.census(params, alpha, config=cfg, n_rules=n_rules,
                             progress=None if getattr(args, "quiet", False) else said)
     obj = census_object(res, cfg, n_rules)
+    if other := merged_note(obj["fixed_points"]):  # a point of another label folded in: said, not only in the JSON
+        print(f"attnphase: note: {other}", file=sys.stderr)
     # no bars asked for; or a bar of 0, never silent (as solve's and sweep's error_note): the symmetry holding it at 0
     obj |= error_note("; ".join(n for n in (exact_zero_rows_note(obj["fixed_points"]), unreproduced_note(res),
                                             unpaired_note(obj["fixed_points"])) if n)
@@ -95,6 +97,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(obj["fixed_points"], "rank" not in obj)
     return _summary(obj, cfg)
+
+
+def merged_note(points: list[dict]) -> str:
+    """The points of another label merged into a listed one (within its error bars, or the rule's noise beside it):
+    "" where none was (census --alpha 0.72 --omega 0.3 folded a semantic point of theta 0.024 into the agnostic one
+    and said so nowhere)."""
+    said = [f"a {m['branch']} point (e_t {m['e_t']:.8g}, {len(m['starts'])} start{'s' if len(m['starts']) != 1 else ''})"
+            f" into the {p['branch']} one" for p in points for m in p["merged"] if m["branch"] != p["branch"]]
+    return ("merged as one fixed point, the one of fewer broken symmetries kept (docs/method.md section 12): "
+            + "; ".join(said)) if said else ""
 
 
 def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
@@ -172,10 +184,10 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     for e in res.entries:
         rec = (solve_record(e.point, e.point.branch)[0] | entry_errors(e) if scalar
                else matrix_record(e.point, e.point.requested) | e.errors)
-        rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts)}
+        rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts),
+                "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]}
         if not scalar:
-            rec |= {"start_names": list(e.starts),
-                    "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]} | res.above_minimum(e)
+            rec |= {"start_names": list(e.starts)} | res.above_minimum(e)
         points.append(rec)
     obj: dict[str, Any] = {
         "alpha": res.alpha, "omega": params.omega, "params": params.to_dict(), "solver": cfg.as_dict(),

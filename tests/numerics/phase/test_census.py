@@ -141,7 +141,7 @@ def test_census_json_shape(near_alpha_c: dict) -> None:
     # a 2^10 rule is searched on as it is (sobol12 would be searched on sobol10:1:0)
     assert out["solver"]["quadrature"] == out["search_quadrature"] == "sobol10"
     for r in out["fixed_points"]:
-        assert set(r) == SOLVE_KEYS | ERR_KEYS | {"stable", "leading_eigenvalue", "starts"}
+        assert set(r) == SOLVE_KEYS | ERR_KEYS | {"stable", "leading_eigenvalue", "starts", "merged"}
         # a spread of two rules, or null where a re-solve left the point (the unstable agnostic one may)
         assert all(r[k] is None or r[k] >= 0 for k in ERR_KEYS)
         if r["branch"] != "agnostic":
@@ -547,3 +547,16 @@ def test_a_point_whose_re_solves_fall_below_the_floor_is_the_point_it_is_noise_b
     entries = [SimpleNamespace(point=SimpleNamespace(branch=b)) for b in ("semantic", "positional", "agnostic")]
     assert census_mod.displaced_from(entries, "positional", [census_mod.floor_label(beside)]) == 2
     assert census_mod.displaced_from(entries, "positional", [beside.branch]) is None  # by its label: no merge
+
+
+def test_a_point_of_another_label_merged_into_a_listed_one_is_said() -> None:
+    """census --alpha 0.72 --omega 0.3 folded a semantic point (theta 0.024, two starts) into the agnostic one within
+    the error bars and said so nowhere at rank 1 (the JSON's merged was rank r >= 2's only)."""
+    from attnphase.numerics.commands.census import merged_note
+
+    points = [{"branch": "positional", "merged": []},
+              {"branch": "agnostic", "merged": [{"branch": "semantic", "e_t": 0.0017852963, "starts": ["a", "b"]},
+                                                {"branch": "agnostic", "e_t": 0.00178, "starts": ["c"]}]}]
+    note = merged_note(points)
+    assert "a semantic point (e_t 0.0017852963, 2 starts) into the agnostic one" in note and note.count("point (") == 1
+    assert merged_note(points[:1]) == ""
