@@ -103,8 +103,8 @@ def merged_note(points: list[dict]) -> str:
     """The points of another label merged into a listed one (within its error bars, or the rule's noise beside it):
     "" where none was (census --alpha 0.72 --omega 0.3 folded a semantic point of theta 0.024 into the agnostic one
     and said so nowhere)."""
-    said = [f"a {m['branch']} point (e_t {m['e_t']:.8g}, {len(m['starts'])} start{'s' if len(m['starts']) != 1 else ''})"
-            f" into the {p['branch']} one" for p in points for m in p["merged"] if m["branch"] != p["branch"]]
+    said = [f"a {m['branch']} point (e_t {m['e_t']:.8g}, {len(m['starts'])} start{'' if len(m['starts']) == 1 else 's'}"
+            f") into the {p['branch']} one" for p in points for m in p["merged"] if m["branch"] != p["branch"]]
     return ("merged as one fixed point, the one of fewer broken symmetries kept (docs/method.md section 12): "
             + "; ".join(said)) if said else ""
 
