@@ -54,6 +54,9 @@ class _Parser(argparse.ArgumentParser):
                 continue
             name, eq, inline = tok.partition("=")
             action = self._option_string_actions.get(name)
+            if action is None and not tok.startswith("--") and len(tok) > 2:  # a short option with its value attached
+                name, eq, inline = tok[:2], "=", tok[2:]
+                action = self._option_string_actions.get(name)
             if action is None:
                 continue
             given.update(action.option_strings)

@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"phase_diagram_census.csv (opt-in; a census per omega, about {workload.CENSUS_SECONDS:.0f} CPU s "
                    "each at the defaults, announced before it starts)")
     continuation_options.add_continuation_option(p)
-    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png "
+    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .nc, .png and curves_omega<omega>.png "
                            "(phase_diagram_census.csv with --census)")
     execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)
 

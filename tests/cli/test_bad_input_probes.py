@@ -57,6 +57,7 @@ REFUSED = [
     (["solve", "--alpha", "1", "--A", "0.9,0.3;0.5,0.5"], ["--A", "row-stochastic"]),
     (["solve", "--alpha", "1", "--A", "0.6,0.4;0.4,0.60001"], ["--A", "row-stochastic"]),  # numpy's rtol let 1e-5 in
     (["solve", "--alpha", "2", "--lam", "abc"], ["attnphase: error: --lam: invalid float value"]),  # not "argument --lam"
+    (["derive", "-oa.txt", "-ob.txt"], ["-o is given twice"]),  # the value attached to the short option: the last won
     # options that would be ignored: refused
     (["solve", "--alpha", "2", "--branch-end", "trace"], ["--branch-end", "used by sweep, phase-diagram and scan"]),
     (["census", "--alpha", "2", "--alpha-c-quadrature", "sobol9"], ["--alpha-c-quadrature", "used by"]),
