@@ -279,7 +279,7 @@ EPS_G_CHECK_RTOL = 1e-4
 EPS_G_SOBOL = (18, 4)
 
 
-def bayes_eps_g_sobol(model: BayesModel, omega: float, q0s: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def bayes_eps_g_sobol(model: BayesModel, omega: float, q0s: Sequence[float]) -> np.ndarray:
     """eps_g at each q0 of ``q0s`` on every scrambling of a Sobol rule over the 3L Gaussians (xi, z, z'), from
     Var_z(S) = E[(S(h) - S(h'))^2] / 2:
 

@@ -31,6 +31,7 @@ from attnphase.theory.whitening import se_params
 #: factor, up to COLD_V0_TRIES times (V0 up to 4^5 = 1024, past 1/lambda at lambda >= 1e-3).
 COLD_V0_FACTOR = 4.0
 COLD_V0_TRIES = 5
+#: Then with q0 times that factor, up to this many times (:func:`larger_starts`).
 COLD_Q0_TRIES = 3
 
 
@@ -200,7 +201,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None)
     spent = result.evaluations
     if cold and result.evaluation is None:
-        # the first step from the cold start left the domain (Lam <= 0: V0 far below the branch's): a larger V0
+        # the first step from the cold start left the domain (Lam <= 0: V0 or q0 far below the branch's): larger
         for _, ov0 in larger_starts(initial_overlaps(params, branch)):
             smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
             result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
