@@ -21,6 +21,7 @@ SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", 
          "--bifurcation-quadrature", "sobol10", "--end-quadrature", "none", "--quiet"]
 
 
+@pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys) -> None:
     out = tmp_path / "pd"
     argv = ["phase-diagram", "--omega", "0.25,0.3,0.35", *SMALL, "--workers", "1", "--out", str(out)]

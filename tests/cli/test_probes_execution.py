@@ -301,6 +301,7 @@ def test_workers_gone_mid_job_fail_the_unfinished_tasks(empty_scheduler):
     assert outs and all(o.status == "failed" and "no worker" in o.reason for o in outs), outs
 
 
+@pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_scheduler_lost_mid_job_fails_the_unfinished_tasks(empty_scheduler):
     import threading
 
@@ -383,6 +384,7 @@ def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
     assert "lam=0.01 -> 0.02" in err
 
 
+@pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_a_diagram_rerun_with_another_solver_removes_the_census_it_does_not_write(tmp_path, capsys):
     """phase-diagram --census (global map), then the same grid with --prox aligned and no --census: the first run's
     phase_diagram_census.csv stayed beside the new diagram (its alpha_c 1.2527 for the new 1.241), no note; the

@@ -260,6 +260,7 @@ def test_a_matrix_solve_that_stalls_on_a_jump_of_the_map_is_accepted_where_the_b
     assert abs(hi - 0.2053) < 3 * err_hi and abs(lo - 0.1223) < 3 * err_lo
 
 
+@pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_a_matrix_sweep_judges_a_point_that_stalls_on_a_jump_as_solve_does(tmp_path, capsys):
     # the point of the test above, as a sweep's row: it was "not converged" (exit 1) where `solve` accepts it
     import json

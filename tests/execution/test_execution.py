@@ -198,6 +198,7 @@ def test_a_corrupted_or_partial_task_file_is_recomputed(tmp_path, damage) -> Non
     assert store.load(tasks[1].key).value == 25
 
 
+@pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_phase_diagram_on_a_local_cluster_equals_the_in_process_run(tmp_path, cluster_address) -> None:
     """boundaries tasks of a small phase diagram: Dask (2 workers) and in-process, bit for bit."""
     from attnphase.numerics.config import SolverConfig

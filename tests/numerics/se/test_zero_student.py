@@ -89,6 +89,7 @@ def test_the_rank_1_eigenvalue_at_a_zero_student_does_not_hang_on_its_round_off(
     assert 0.1 < leads[0] < 0.2 and leads[1] == pytest.approx(leads[0], abs=1e-3) == leads[2]
 
 
+@pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_the_eigenvalues_in_m_and_theta_at_a_zero_student_do_not_hang_on_its_round_off() -> None:
     """``phase-diagram --lam 0.1 --omega 0.1``: the agnostic point is the zero student, its solves landing at q0
     between 1e-60 and 1e-30; mu taken there was round-off over sqrt(q0) (59 at alpha = 1.47, 5e5 at 1.67), and the
