@@ -228,7 +228,26 @@ class ModelParams:
         return np.array(self.A, dtype=float)
 
     def replace(self, **changes: Any) -> "ModelParams":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).  A new C (or mixing B) fixes sigma unless sigma is given
+        too.  Where L changes, sigma, P and A not given take the new L's defaults if they were the old L's (sigma: one
+        value for every token), and a token covariance C or mixing B must be given again; any other such field is
+        refused with what to give."""
+        L = changes.get("L", self.L)
+        if "sigma" not in changes and any(changes.get(k) is not None for k in ("C", "mixing")):
+            changes["sigma"] = None  # a new C (or B) fixes sigma
+        if L != self.L:
+            old_defaults = {"P": default_P(self.L), "A": default_A(self.L)}
+            for name in ("C", "mixing", "sigma", "P", "A"):
+                value = getattr(self, name)
+                if name in changes or value is None:
+                    continue
+                if name == "sigma" and len(set(value)) == 1:
+                    changes[name] = value[0]
+                elif old_defaults.get(name) == value:
+                    changes[name] = None
+                else:
+                    raise ValueError(f"replace(L={L!r}): {name} was set for L = {self.L} ({value!r}); give {name} "
+                                     f"for L = {L} too")
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -58,3 +58,26 @@ def test_sigma_value_is_one_number_only_when_every_token_has_it() -> None:
 
     assert ModelParams(sigma=(0.5, 0.5)).sigma_value == 0.5
     assert ModelParams(sigma=(0.4, 0.6)).sigma_value == [0.4, 0.6]
+
+
+def test_replace_L_takes_the_new_Ls_defaults_where_the_old_were_defaults() -> None:
+    p3 = ModelParams().replace(L=3)
+    assert p3 == ModelParams(L=3)
+    assert p3.replace(L=2) == ModelParams()
+    assert ModelParams(sigma=0.7, lam=0.1).replace(L=4) == ModelParams(L=4, sigma=0.7, lam=0.1)
+
+
+@pytest.mark.parametrize("kwargs", [dict(sigma=(0.4, 0.6)), dict(A=((0.5, 0.5), (0.5, 0.5))),
+                                    dict(P=((1.0, 0.0), (0.0, 1.0))), dict(C=((1.0, 0.2), (0.2, 1.0)))])
+def test_replace_L_refuses_a_field_set_for_the_old_L(kwargs: dict) -> None:
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=f"{name} was set for L = 2.*give {name} for L = 3"):
+        ModelParams(**kwargs).replace(L=3)
+    assert ModelParams(**kwargs).replace(L=3, **{name: None}).L == 3
+
+
+def test_replace_with_a_new_token_covariance_takes_its_sigma() -> None:
+    p = ModelParams().replace(C=((1.0, 0.2), (0.2, 1.0)))
+    assert p.sigma == (1.0, 1.0)
+    q = ModelParams(C=((4.0, 0.0), (0.0, 1.0))).replace(L=3, C=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)))
+    assert q.sigma == (1.0, 1.0, 1.0)
