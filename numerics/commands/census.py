@@ -120,13 +120,13 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
     on = f"on {cores} core{'s' if cores != 1 else ''}"
     if is_scalar_form(params.r, params.r_star):
         cpu = workload.census_seconds(params.L, cfg)
-        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars {_error_source(cfg, n_rules)}, about "
+        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars: {error_bars_text(cfg, n_rules)}; about "
                 f"{workload.format_duration(workload.on_cores(cpu, cores, workload.CENSUS_CORE_USE))} {on} "
                 f"({workload.cpu_phrase(cpu)}; {workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: "
                 "a busy or slower machine takes longer)")
     cpu = workload.RANK2_CENSUS_COMMAND_SECONDS * workload.matrix_rule_factor(params.L, cfg)
     return (f"{head}, r = {params.r}, r* = {params.r_star} on {cfg.quadrature}: embedded, cold and mixture starts, "
-            f"error bars {_error_source(cfg, n_rules)}, about "
+            f"error bars: {error_bars_text(cfg, n_rules)}; about "
             f"{workload.format_duration(workload.on_cores(cpu, cores, workload.RANK2_CORE_USE))} {on} "
             f"({workload.cpu_phrase(cpu)}; one census measured "
             f"{workload.RANK2_CENSUS_COMMAND_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or "
@@ -163,14 +163,17 @@ def unpaired_note(points: list[dict]) -> str:
             "points re-solved on at least two common blocks of the rule (separation_combined uses their own bars)")
 
 
-def _error_source(cfg: Any, n_rules: int) -> str:
+def error_bars_text(cfg: Any, n_rules: int) -> str:
+    """What the census's ``err_`` keys are (the JSON's and the dataset's ``error_bars``, worded as the phase
+    diagram's): "none", or a standard error over the rule's blocks, or a spread over independent rules."""
     from attnphase.numerics.errors.replicates import replicate_count
     from attnphase.numerics.phase.census import CENSUS_RULES
 
     if not cfg.error_bars:
-        return "off"
+        return "none"
     R = replicate_count(cfg)
-    return f"from the rule's {R} scrambling blocks" if R else f"from {n_rules or CENSUS_RULES} independent rules"
+    return f"standard error over {R} scrambling blocks of the rule" if R else \
+        f"spread over {n_rules or CENSUS_RULES} independent rules"
 
 
 def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
@@ -191,7 +194,7 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
         points.append(rec)
     obj: dict[str, Any] = {
         "alpha": res.alpha, "omega": params.omega, "params": params.to_dict(), "solver": cfg.as_dict(),
-        "independent_rules": n_rules, "search_quadrature": search.rule, "starts": len(search.starts),
+        "independent_rules": n_rules, "error_bars": error_bars_text(cfg, n_rules), "search_quadrature": search.rule, "starts": len(search.starts),
         "not_converged": search.not_converged, "polish_failures": search.polish_failures,
         "global_minimum": points[0]["branch"] if points else None,
         "separation": res.separation(), "seconds": res.seconds, "fixed_points": points,
@@ -292,7 +295,8 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
         outputs.write_text_atomic(stage / "census_starts.csv", csv_text(starts, START_COLUMNS))
         attrs = job_attrs("census", version=numerics_version(), model=params.to_dict(), solver=obj["solver"],
                           rule=obj["solver"].get("quadrature", ""), command=command_line(), alpha=res.alpha,
-                          independent_rules=obj["independent_rules"], search_quadrature=obj["search_quadrature"],
+                          independent_rules=obj["independent_rules"], error_bars=obj["error_bars"],
+                          search_quadrature=obj["search_quadrature"],
                           title=f"Fixed points of the state evolution at alpha = {res.alpha:g}, omega = {params.omega:g}")
         write_netcdf(census_dataset(rows, cols, starts, START_COLUMNS, attrs), stage / "census.nc")
 

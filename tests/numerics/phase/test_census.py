@@ -93,6 +93,8 @@ def test_census_out_writes_a_cf_dataset_under_the_csvs_names(near_alpha_c: dict,
     assert ds["e_t"].attrs["ancillary_variables"] == "err_e_t" and ds["err_e_t"].attrs["units"] == "1"
     assert list(ds["converged"].values) == [int(s["converged"]) for s in starts]
     assert ds.attrs["job"] == "census" and ds.attrs["alpha"] == near_alpha_c["alpha"]
+    # what the err_ variables are, as the JSON says (the rule of one scrambling: two independent rules)
+    assert ds.attrs["error_bars"] == near_alpha_c["error_bars"] == "spread over 2 independent rules"
 
 
 def test_census_finds_the_positional_and_semantic_points_and_ranks_by_e_t(near_alpha_c: dict) -> None:
@@ -134,7 +136,8 @@ def test_census_entries_are_distinct_labelled_and_tested(near_alpha_c: dict) -> 
 
 def test_census_json_shape(near_alpha_c: dict) -> None:
     out = near_alpha_c
-    assert {"alpha", "omega", "params", "solver", "independent_rules", "search_quadrature", "starts", "not_converged",
+    assert {"alpha", "omega", "params", "solver", "independent_rules", "error_bars", "search_quadrature", "starts",
+            "not_converged",
             "polish_failures", "global_minimum", "separation", "seconds", "fixed_points", "error_note",
             "global_minimum_distinguishable"} == set(out)
     assert (out["alpha"], out["omega"], out["independent_rules"], out["starts"]) == (1.25, 0.3, 2, 21)
@@ -411,6 +414,7 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     assert cf_problems(ds) == [] and set(rows[0].split(",")) - {"rank_in_e_t"} <= set(ds.data_vars)
     # both tables have a residual: the points' kept over rank_in_e_t (the starts' one overwrote it), the starts' beside
     assert ds["residual"].dims == ("rank_in_e_t",) and ds["start_residual"].dims == ("start",)
+    assert ds.attrs["error_bars"] == obj["error_bars"] == "standard error over 4 scrambling blocks of the rule"
     assert list(ds["residual"].values) == [float(r.split(",")[rows[0].split(",").index("residual")]) for r in rows[1:]]
     # the table: a row per fixed point, lowest e_t first, with its stability verdict
     assert main(argv[:-3]) == 0
