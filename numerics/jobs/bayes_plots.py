@@ -23,6 +23,10 @@ THRESHOLD_SERIES = (
 )
 
 
+#: The height in omega of the shadings where the figure has one omega (a band about it).
+SINGLE_OMEGA_BAND = 0.1
+
+
 def _values(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
     v = np.array([np.nan if r[key] is None else float(r[key]) for r in rows])
     e = np.array([np.nan if r.get(f"err_{key}") is None else float(r[f"err_{key}"]) for r in rows])
@@ -39,10 +43,14 @@ def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float
     hi = max(max(alphas), *(np.nanmax(v) for v, _ in series.values() if np.isfinite(v).any()))
     lo = 0.0
     wr, it = series["alpha_weak_recovery"][0], series["alpha_it"][0]
+    band = om
+    if len(om) == 1:  # one omega: the shadings as a band of height SINGLE_OMEGA_BAND about it
+        band, wr, it = om[0] + np.array([-0.5, 0.5]) * SINGLE_OMEGA_BAND, np.repeat(wr, 2), np.repeat(it, 2)
+        ax.set_ylim(band[0], band[1])
     if np.isfinite(wr).all():
-        ax.fill_betweenx(om, lo, wr, color="0.85", step=None, label="no recovery (q0 = 0)")
+        ax.fill_betweenx(band, lo, wr, color="0.85", step=None, label="no recovery (q0 = 0)")
     if np.isfinite(it).all():
-        ax.fill_betweenx(om, it, 1.05 * hi, color="tab:green", alpha=0.15, label="perfect recovery")
+        ax.fill_betweenx(band, it, 1.05 * hi, color="tab:green", alpha=0.15, label="perfect recovery")
     for key, label, colour, marker in THRESHOLD_SERIES:
         v, e = series[key]
         if not np.isfinite(v).any():

@@ -331,3 +331,20 @@ def test_rank_2_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path
     (why,) = [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"]
     assert "nothing to draw" in why and "task failed: ValueError: the proximal map diverged" in why
     assert "not found in the alpha range" not in why  # they failed: not "not found"
+
+
+@pytest.mark.parametrize("omegas", [[0.3], [0.1, 0.3]])
+def test_bayes_optimal_thresholds_shade_their_regions_with_height_at_one_omega_too(tmp_path, omegas) -> None:
+    """The no-recovery and perfect-recovery shadings cover omega: at one omega, a band about it (zero height before)."""
+    from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
+
+    rows = [{"omega": w, "alpha_weak_recovery": 1 / 6, "err_alpha_weak_recovery": 1e-4, "alpha_it": 0.5,
+             "err_alpha_it": 0.0, "alpha_amp": 0.5, "err_alpha_amp": 0.0, "eps_lin": 0.04} for w in omegas]
+    curves = {w: [{"eps_g": 0.03, "err_eps_g": 1e-5}, {"eps_g": 0.0, "err_eps_g": 0.0}] for w in omegas}
+    fig = plot_bayes_diagram(rows, [0.2, 1.0], curves, tmp_path / "bo.png")
+    shades = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert len(shades) == 2
+    for c in shades:
+        ys = np.concatenate([p.vertices[:, 1] for p in c.get_paths()])
+        assert ys.max() - ys.min() > 0.05
+        assert ys.min() <= min(omegas) and ys.max() >= max(omegas)
