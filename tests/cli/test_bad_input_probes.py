@@ -22,6 +22,9 @@ REFUSED = [
     (["solve", "--alpha", "1", "--L", "10", "--json"], ["--L 10", "L <= 4"]),
     (["sweep", "--alpha", "1", "--L", "5"], ["--L 5", "ATTNPHASE_MAX_L"]),
     (["check", "--L", "7"], ["--L 7"]),
+    # the Bayes-optimal estimator has its own limit and says its own reason (not ERM's memory at L = 5)
+    (["solve", "--estimator", "bayes-optimal", "--alpha", "1", "--L", "6"], ["--L 6", "Bayes-optimal", "L <= 5"]),
+    (["sweep", "--estimator", "bayes-optimal", "--alpha", "1", "--L", "6"], ["--L 6", "Bayes-optimal", "L <= 5"]),
     (["solve", "--alpha", "1", "--quadrature", "sobol40"], ["--quadrature", "sobol40"]),
     (["solve", "--alpha", "1", "--e-t-quadrature", "sobol40"], ["--e-t-quadrature"]),
     (["phase-diagram", "--alpha-c-quadrature", "sobol40"], ["--alpha-c-quadrature"]),

@@ -41,6 +41,15 @@ def test_bayes_optimal_below_weak_recovery_and_above_perfect_recovery(capsys):
     assert high["alpha_it"] == pytest.approx(1 / 3) and high["alpha_weak_recovery"] == pytest.approx(1 / 12, rel=1e-7)
 
 
+def test_bayes_optimal_takes_L_5_where_erm_stops_at_4(capsys, monkeypatch):
+    """Its state evolution is in L dimensions (ERM's rules in 2L): L = 5 runs (noiseless, alpha >= 1/L: perfect)."""
+    monkeypatch.delenv("ATTNPHASE_MAX_L", raising=False)
+    rec = _record(capsys, "--alpha", "0.5", "--L", "5")
+    assert rec["L"] == 5 and rec["q"] == 1.0 and rec["alpha_it"] == pytest.approx(0.2)
+    assert main(["solve", "--alpha", "0.5", "--L", "5"]) == 2  # ERM's limit
+    assert "L <= 4" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--estimator", "bayes-optimal", "--branch", "semantic"], "--branch semantic"),
     (["--branch", "informative"], "--branch informative needs --estimator bayes-optimal"),
