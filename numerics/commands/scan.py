@@ -11,7 +11,6 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.display import with_error
 from attnphase.numerics.capabilities import check, is_scalar_form
 from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line, config_of,
                                                 error_note, ranks_from_args, scan_models, staged_job, task_store)
@@ -88,10 +87,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     else:
+        from attnphase.numerics.jobs.boundary_table import boundary_cell
+
         width = max(len(str(v)) for v in summary["values"]) + 1
-        print(f"{field:>{width}}   omega {'alpha_c':>18} {'alpha_l':>18} {'sem_end':>18} {'pos_end':>18}")
+        barred = summary["error_bars"] != "none"
+        cell = 18 if barred else 9
+        print(f"{field:>{width}}   omega {'alpha_c':>{cell}} {'alpha_l':>{cell}} {'sem_end':>{cell}} {'pos_end':>{cell}}")
         for row in summary["rows"]:
-            cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get('err_' + k)):>18}"
+            cells = " ".join(f"{boundary_cell(row, k, barred):>{cell}}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(row[field]):>{width}} {row['omega']:7.3f} {cells}")
         from attnphase.numerics.jobs.boundary_table import births_note, unbarred_note, unlocated_note

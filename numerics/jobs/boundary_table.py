@@ -65,6 +65,20 @@ def _fmt(x: float) -> str:
     return "nan" if not math.isfinite(x) else f"{x:.4f}"
 
 
+def boundary_cell(row: dict, key: str, barred: bool) -> str:
+    """The printed tables' cell of boundary ``key`` (phase-diagram's and scan's): ``value +- err`` where the table
+    has bars (``value +- nan`` where this one has none), else the value to 4 decimals; ``nan`` where there is none
+    (NaN or null)."""
+    value, err = row.get(key), row.get("err_" + key)
+    value = math.nan if value is None else float(value)
+    err = math.nan if err is None else float(err)
+    if not barred:
+        return _fmt(value)
+    if math.isfinite(value) and math.isfinite(err):
+        return with_error(value, err)
+    return _fmt(value) + (" +- nan" if math.isfinite(value) else "")
+
+
 def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
     """The boundaries at each omega, each with its error bar where ``label`` names them; at r >= 2 the branches alpha_c
     lies between."""
@@ -75,9 +89,7 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
     print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in heads) + ("  alpha_c between" if pair else "")
           + "  notes" + (f"   (+- {label})" if label else ""))
     for row in table:
-        cells = [(with_error(row[k], row["err_" + k]) if math.isfinite(row[k]) and math.isfinite(row["err_" + k])
-                  else _fmt(row[k]) + (" +- nan" if math.isfinite(row[k]) else "")) if label else _fmt(row[k])
-                 for k in keys]
+        cells = [boundary_cell(row, k, bool(label)) for k in keys]
         pair_text = f"{row['alpha_c_from']}->{row['alpha_c_to']}" if row.get("alpha_c_from") else "-"
         between = f"  {pair_text:>15}" if pair else ""
         print(f"{row['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + between + f"  {row['notes']}")

@@ -1,0 +1,35 @@
+"""scan's printed table: each boundary cell as phase-diagram's (boundary_table.boundary_cell)."""
+
+from __future__ import annotations
+
+import math
+
+from attnphase.cli import main
+from attnphase.numerics.jobs.boundary_table import boundary_cell
+
+
+def test_boundary_cell_is_the_value_to_4_decimals_without_bars_and_value_with_bar_with_them() -> None:
+    row = {"alpha_c": 1.2518312, "err_alpha_c": 0.00123, "alpha_l": None, "err_alpha_l": None,
+           "semantic_end": 0.7161, "err_semantic_end": math.nan}
+    assert boundary_cell(row, "alpha_c", False) == "1.2518"
+    assert boundary_cell(row, "alpha_c", True) == "1.2518 +- 0.0012"
+    assert boundary_cell(row, "alpha_l", True) == boundary_cell(row, "alpha_l", False) == "nan"
+    assert boundary_cell(row, "semantic_end", True) == "0.7161 +- nan"
+
+
+def test_scan_prints_its_cells_as_the_phase_diagram_does(tmp_path, capsys, monkeypatch) -> None:
+    """Without bars scan printed 6 significant digits (1.25183) where phase-diagram prints 4 decimals."""
+    import attnphase.numerics.jobs.scan_report as scan_report
+
+    rows = [{"lam": lam, "omega": 0.3, "alpha_c": 1.2518312 + lam, "alpha_l": 1.4, "semantic_end": 0.7161,
+             "positional_end": None, "notes": ""} for lam in (0.01, 0.02)]
+
+    def fake_run_scan(field, values, models, omegas, alphas, **_):
+        return {"rows": rows, "values": list(values), "error_bars": "none", "seconds": 0.0,
+                "tasks": {"total": 2, "computed": 2, "stored": 0, "failed": 0, "failures": ""}}
+
+    monkeypatch.setattr(scan_report, "run_scan", fake_run_scan)
+    assert main(["scan", "--lam", "0.01,0.02", "--omega", "0.3", "--error-estimate", "0", "--quiet",
+                 "--workers", "1", "--out", str(tmp_path / "s")]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[1].split()[2:] == ["1.2618", "1.4000", "0.7161", "nan"]
