@@ -253,8 +253,8 @@ SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "va
 #: The commands whose ``--estimator bayes-optimal`` solves the Bayes-optimal state evolution alone (its tensor grids
 #: in L dimensions, not ERM's rules in 2L), and its largest L with what it rests on.
 BAYES_COMMANDS = ("solve", "sweep", "phase-diagram")
-MAX_BAYES_L = (5, "measured on 2 cores: solve --estimator bayes-optimal --L 5 --alpha 0.15 ~27 s, --L 6 over "
-                  "15 min")
+MAX_BAYES_L = (5, "measured on 2 cores: solve --estimator bayes-optimal --L 5 --alpha 0.15 ~27 s; at --L 6 it had "
+                  "not finished after 15 min, holding 15 GB")
 
 
 def check_L(L: Any, command: str = "", estimator: str = "erm") -> None:
