@@ -214,7 +214,9 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
     if omega is None:
         omega = parse_values(args.omega, "--omega")[0]
     command = getattr(args, "command", "") or ""
-    check_L(args.L, command, getattr(args, "estimator", "erm"))
+    # AMP's run is compared with the Bayes-optimal state evolution at its alpha (validation/amp_run.py)
+    estimator = "bayes-optimal" if getattr(args, "algorithm", None) == "amp" else getattr(args, "estimator", "erm")
+    check_L(args.L, command, estimator)
     cov = _matrix(getattr(args, "token_cov", None), "--token-cov")
     sigma = None  # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
     if cov is None or option_given(args, "--sigma", "0.5"):
@@ -250,9 +252,9 @@ MAX_L_OTHER = {"derive": (7, "measured on 2 cores: derive --L 7 ~45 s, --L 10 ov
                "simulate": (10, "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested")}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
 SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "validate")
-#: The commands whose ``--estimator bayes-optimal`` solves the Bayes-optimal state evolution alone (its tensor grids
-#: in L dimensions, not ERM's rules in 2L), and its largest L with what it rests on.
-BAYES_COMMANDS = ("solve", "sweep", "phase-diagram")
+#: The commands whose ``--estimator bayes-optimal`` (simulate: ``--algorithm amp``) solves the Bayes-optimal state
+#: evolution alone (its tensor grids in L dimensions, not ERM's rules in 2L), and its largest L with what it rests on.
+BAYES_COMMANDS = ("solve", "sweep", "phase-diagram", "simulate")
 MAX_BAYES_L = (5, "measured on 2 cores: solve --estimator bayes-optimal --L 5 --alpha 0.15 ~27 s; at --L 6 it had "
                   "not finished after 15 min, holding 15 GB")
 
@@ -264,8 +266,9 @@ def check_L(L: Any, command: str = "", estimator: str = "erm") -> None:
     if estimator == "bayes-optimal" and command in BAYES_COMMANDS:
         limit, basis = MAX_BAYES_L
         if L > limit and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
-            raise ValueError(f"--L {L}: the Bayes-optimal estimator's state evolution supports L <= {limit} ({basis}); "
-                             "set ATTNPHASE_MAX_L to try anyway")
+            what = ("--algorithm amp is compared with the Bayes-optimal state evolution, which" if command == "simulate"
+                    else "the Bayes-optimal estimator's state evolution")
+            raise ValueError(f"--L {L}: {what} supports L <= {limit} ({basis}); set ATTNPHASE_MAX_L to try anyway")
         return
     if command in SE_COMMANDS or not command:
         from attnphase.numerics.quadrature.rules import check_L_supported

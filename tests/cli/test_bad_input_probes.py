@@ -25,6 +25,8 @@ REFUSED = [
     # the Bayes-optimal estimator has its own limit and says its own reason (not ERM's memory at L = 5)
     (["solve", "--estimator", "bayes-optimal", "--alpha", "1", "--L", "6"], ["--L 6", "Bayes-optimal", "L <= 5"]),
     (["sweep", "--estimator", "bayes-optimal", "--alpha", "1", "--L", "6"], ["--L 6", "Bayes-optimal", "L <= 5"]),
+    (["simulate", "--algorithm", "amp", "--alpha", "0.1", "--d", "50", "--L", "6"], ["--L 6", "--algorithm amp",
+                                                                                     "L <= 5"]),
     (["solve", "--alpha", "1", "--quadrature", "sobol40"], ["--quadrature", "sobol40"]),
     (["solve", "--alpha", "1", "--e-t-quadrature", "sobol40"], ["--e-t-quadrature"]),
     (["phase-diagram", "--alpha-c-quadrature", "sobol40"], ["--alpha-c-quadrature"]),
