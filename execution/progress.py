@@ -48,7 +48,9 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
             print(f"attnphase: warning: {corrupted} corrupted or partial task file(s) removed from the store; "
                   "computing them again", file=sys.stderr)
         if stored:
-            self.note(f"{stored} of {total} tasks read back from the store (--fresh recomputes them)")
+            timing = "the job takes seconds, not the time said above" if stored == total else \
+                "the time said above counted them"
+            self.note(f"{stored} of {total} tasks read back from the store ({timing}; --fresh recomputes them)")
         self.bar = tqdm(total=total, initial=stored, desc=self.desc, unit=self.unit, file=sys.stderr,
                         disable=self.quiet, dynamic_ncols=True)
         if not self.quiet and self._handler is None:

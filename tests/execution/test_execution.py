@@ -143,6 +143,20 @@ def test_a_corrupted_stored_task_is_a_warning_under_quiet_too(capsys) -> None:
                    "again\n")
 
 
+def test_stored_tasks_are_said_against_the_time_announced_before_them(capsys) -> None:
+    """The announcement's time counts every task; where the store holds them the note says so (a rerun of the main
+    job said 'about 1.5 min' and took 0.4 s)."""
+    from attnphase.execution.progress import TaskBar
+
+    with TaskBar("toy") as bar:
+        bar.start(total=2, stored=2, corrupted=0)
+    assert "2 of 2 tasks read back from the store (the job takes seconds, not the time said above" in \
+        capsys.readouterr().err
+    with TaskBar("toy") as bar:
+        bar.start(total=3, stored=1, corrupted=0)
+    assert "1 of 3 tasks read back from the store (the time said above counted them" in capsys.readouterr().err
+
+
 def test_a_failing_task_is_recorded_and_the_rest_completes(tmp_path, cluster_address) -> None:
     store = ResultStore(tmp_path)
     tasks = _tasks(exec_tasks.square_or_raise, [1, 2, 3, 4])
