@@ -119,7 +119,8 @@ def amp_trends(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     at the largest d, or when the fit moves the mean towards q0 as d grows and its d -> infinity value is within
     AGREE_Z of its standard errors of q0; an agreement where not every run at the largest d converged says how many
     did and how many ended near 0 (unconverged AMP runs sit still at their data set's point, docs/bayes-optimal.md,
-    but a wide spread of them can pass the test)."""
+    but a wide spread of them can pass the test); where half the runs or more ended near 0 it is "inconclusive"
+    (they sit on AMP's noise fixed point: their spread, not the state evolution, passes the test)."""
     out = []
     for alpha in sorted({r["alpha"] for r in rows}):
         rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
@@ -135,7 +136,10 @@ def amp_trends(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         trend = toward and fit["a_se"] > 0 and abs(fit["a"] - q0) <= AGREE_Z * fit["a_se"]
         verdict = (f"agrees at d = {last['d']}" if at_d else
                    "agrees after the finite-size trend" if trend else "disagrees")
-        if verdict.startswith("agrees") and last["converged"] < last["n"]:  # said, not hidden in the table
+        if verdict.startswith("agrees") and 2 * last["near_zero"] >= last["n"]:  # an agreement by the spread alone
+            verdict = (f"inconclusive at d = {last['d']}: {last['near_zero']} of {last['n']} runs ended near 0 (AMP's "
+                       f"noise fixed point), {last['converged']} converged; their spread passes |z| <= {AGREE_Z:g}")
+        elif verdict.startswith("agrees") and last["converged"] < last["n"]:  # said, not hidden in the table
             verdict += f" ({last['converged']} of {last['n']} runs converged, {last['near_zero']} near 0)"
         out.append({"alpha": alpha, "se_q0": q0, "d_max": last["d"], "z_at_d_max": last["z"],
                     **{f"fit_{k}": None if fit is None else fit[k] for k in ("a", "b", "a_se", "form", "chi2",

@@ -42,15 +42,25 @@ def test_the_verdict_uses_the_largest_d_then_the_finite_size_trend():
 
 
 def test_an_agreement_of_unconverged_runs_says_so():
-    """``validate --quick --seeds 1``: at alpha = 0.2833, d = 400 no run converged and 3 of 4 ended near 0 (mean
-    0.1065 +- 0.0719 against q0 0.2210), and the verdict read "agrees at d = 400": the spread passed |z| <= 2.  It
-    now says how many runs converged and how many ended near 0; where all converged it is unchanged."""
+    """An agreement where not every run converged says how many did and how many ended near 0; where all converged it
+    is unchanged."""
     runs = _runs(0.3, 0.221, {400: 0.15}, spread=0.14, n=4)
     for r in runs:
         r["converged"] = False
     t = amp_trends(amp_rows(runs))[0]
     assert t["verdict"] == "agrees at d = 400 (0 of 4 runs converged, 1 near 0)", t
     assert amp_trends(amp_rows(_runs(0.3, 0.221, {400: 0.22})))[0]["verdict"] == "agrees at d = 400"
+
+
+def test_runs_mostly_near_0_are_no_agreement():
+    """``validate --quick --seeds 1``: at alpha = 0.2833, d = 400 no run converged and 3 of 4 ended near 0 (mean
+    0.1065 +- 0.0719 against q0 0.2210): the spread passed |z| <= 2 and the verdict read "agrees at d = 400"."""
+    runs = [{"alpha": 0.2833, "d": 400, "seed": s, "theta": t, "q": abs(t), "converged": False, "se_q0": 0.221}
+            for s, t in enumerate((0.01, -0.02, 0.03, 0.366))]
+    row = amp_rows(runs)[0]
+    assert row["near_zero"] == 3 and abs(row["z"]) <= 2
+    t = amp_trends([row])[0]
+    assert t["verdict"].startswith("inconclusive at d = 400: 3 of 4 runs ended near 0"), t
 
 
 def test_a_trend_away_from_the_state_evolution_is_no_agreement():
