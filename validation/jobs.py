@@ -141,7 +141,8 @@ def validation_variable(name: str) -> Variable | None:
         "run_steps": Variable("run_steps", "gradient-descent steps of the run"),
         "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, 0 where it did "
                                   "not; NaN where no run was made"),
-        "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error"),
+        "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error",
+                           comment="every run at the cell: the sweep's and the finite-size study's seeds"),
         "theory_alpha_c": Variable("theory_alpha_c", "state-evolution alpha_c"),
         "err_theory_alpha_c": Variable("err_theory_alpha_c", "standard error of state-evolution alpha_c",
                                        comment="over the scrambling blocks of the rules (docs/method.md section 7); "
@@ -161,9 +162,16 @@ def validation_variable(name: str) -> Variable | None:
         if name.startswith(prefix):
             base = lookup(name[len(prefix):])
             if base is not None:
-                comment = "NaN: no fixed point on that branch" if prefix == "theory_" else ""
+                comment = ("NaN: no fixed point on that branch" if prefix == "theory_" else
+                           SEED_MEANS if prefix == "abs_" else "")
                 return Variable(name, what.format(base.long_name), base.units, comment)
     base = lookup(name)
     if base is not None and name in RUN_OBSERVABLES:
-        return Variable(name, f"{base.long_name}, mean over seeds", base.units)
+        return Variable(name, f"{base.long_name}, mean over seeds", base.units, SEED_MEANS)
     return base
+
+
+#: What the dataset's seed means are over, against report.md's and summary.json's tables.
+SEED_MEANS = ("over every run at the cell (n_runs): the sweep's seeds and, where the finite-size study runs the same "
+              "(d, alpha, start), its seeds too; report.md's and summary.json's sweep rows are over the sweep's "
+              "--seeds alone, its finite-size rows over the study's")
