@@ -83,14 +83,20 @@ def cf_attrs(title: str, command: str = "", created: str = "") -> dict[str, str]
 def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, rule: str = "",
               command: str = "", title: str = "", **extra: Any) -> dict[str, str | int | float]:
     """Dataset attributes: the CF ones (:func:`cf_attrs`; ``title`` default "attnphase <job>"), then
-    strings and numbers only (netCDF), structured values as JSON text."""
+    strings and numbers only (netCDF; an integer beyond 64 bits as its text), structured values as JSON text."""
     created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     out: dict[str, Any] = cf_attrs(title or f"attnphase {job}", command, created)
     out |= {"job": job, "attnphase_version": __version__, "code_version": version,
             "created": created, "rule": rule or "", "command": command}
     out |= {k: json.dumps(v, sort_keys=True) for k, v in (("model", model), ("solver", solver)) if v is not None}
-    return out | {k: v if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    return out | {k: v if isinstance(v, (str, float)) or (isinstance(v, int) and not isinstance(v, bool)
+                                                          and INT64[0] <= v <= INT64[1])
+                  else str(v) if isinstance(v, int) and not isinstance(v, bool)  # netCDF holds 64-bit integers
                   else json.dumps(v, sort_keys=True) for k, v in extra.items()}
+
+
+#: The integers a netCDF attribute holds (a larger one, e.g. a seed, is written as its text).
+INT64 = (-2 ** 63, 2 ** 63 - 1)
 
 
 def write_netcdf(ds: Any, path: str | Path) -> None:

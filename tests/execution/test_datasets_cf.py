@@ -281,3 +281,13 @@ def test_bayes_phase_diagram_dataset_is_cf(tmp_path, capsys) -> None:
                  "--out", str(out), "--quiet"]) == 0
     ds = assert_cf(out / "phase_diagram_bayes-optimal.nc")
     assert ds["alpha_it"].attrs["ancillary_variables"] == "err_alpha_it" and "units" not in ds["alpha_it_note"].attrs
+
+
+def test_an_integer_attribute_beyond_64_bits_is_written_as_its_text(tmp_path) -> None:
+    """``histogram --quick --seed 99999999999999999999`` trained every task, then failed writing histogram.nc
+    ("illegal data type for attribute b'seed'"): netCDF holds 64-bit integers."""
+    big = 99999999999999999999
+    attrs = job_attrs("test", version="v", seed=big, small=7)
+    assert attrs["seed"] == str(big) and attrs["small"] == 7
+    write_netcdf(xr.Dataset({"x": ("i", [1.0])}, coords={"i": [0]}, attrs=attrs), tmp_path / "a.nc")
+    assert open_dataset(tmp_path / "a.nc").attrs["seed"] == str(big)
