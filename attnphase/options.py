@@ -107,9 +107,14 @@ def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
 
 
 def add_model_options(p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3",
-                      omega_help: str = "", scan: bool = False) -> None:
+                      omega_help: str = "", scan: bool = False, command: str = "") -> None:
     """Add the model group; ``omega_range``: ``--omega`` takes a range; ``scan``: ``--L``, ``--lam``, ``--rho0``
-    take lists and ``--sigma`` values separated by ";" (:func:`scan_from_args`)."""
+    take lists and ``--sigma`` values separated by ";" (:func:`scan_from_args`); ``command``: its help says what
+    that command refuses (:data:`RANK_ONE_COMMANDS`, :data:`INDEPENDENT_TOKEN_COMMANDS`)."""
+    rank_one = (f" ({command} takes 1 only: its theory is rank 1; solve, sweep, phase-diagram, scan, census and "
+                "simulate take any)") if command in RANK_ONE_COMMANDS else ""
+    independent = (f" ({command} takes a diagonal C only: its theory is that of independent tokens)"
+                   if command in INDEPENDENT_TOKEN_COMMANDS else "")
     g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
     many = f"; scan: a list, {RANGE_SYNTAX}" if scan else ""
     g.add_argument("--L", type=str if scan else int, default="2" if scan else 2, metavar="L",
@@ -132,12 +137,13 @@ def add_model_options(p: argparse.ArgumentParser, *, omega_range: bool = False, 
     g.add_argument("--rho0", type=str if scan else float, default="1" if scan else 1.0, metavar="RHO0",
                    help=f"teacher norm: Q*^T Q*/d = rho0 I (rho0 > 0; default 1){many}")
     g.add_argument("--rank", type=int, default=1, metavar="R",
-                   help="student rank r >= 1: Q in R^{d x r} (docs/model.md section 7; default 1)")
+                   help=f"student rank r >= 1: Q in R^{{d x r}} (docs/model.md section 7; default 1){rank_one}")
     g.add_argument("--teacher-rank", dest="teacher_rank", type=int, default=1, metavar="R*",
-                   help="teacher rank r* >= 1: Q* in R^{d x r*} (default 1)")
+                   help=f"teacher rank r* >= 1: Q* in R^{{d x r*}} (default 1){rank_one}")
     g.add_argument("--token-cov", dest="token_cov", default=None, metavar="MATRIX",
                    help='token covariance C across positions, x_k.x_k\'/d -> C[k,k\'], rows separated by ";" '
-                   '(symmetric PSD; sets sigma_l = sqrt(C[l,l])); default: independent tokens, C = diag(sigma^2)')
+                   '(symmetric PSD; sets sigma_l = sqrt(C[l,l])); default: independent tokens, C = diag(sigma^2)'
+                   + independent)
 
 
 #: The model options ``attnphase scan`` may scan: option -> ModelParams field.

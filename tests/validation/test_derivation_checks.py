@@ -160,6 +160,22 @@ def test_command_table_skip_and_bad_input(capsys) -> None:
     assert "omega must lie in [0, 1]" in capsys.readouterr().err
     assert main(["check", "--only", "nine"]) == 2
     assert main(["check", "--alpha", "-1"]) == 2
+    for empty in ("", " , "):  # a list naming no check (it ran every one)
+        assert main(["check", "--only", empty]) == 2
+        assert "--only: no check named in" in capsys.readouterr().err
+
+
+def test_markdown_cells_escape_the_pipes_of_their_text() -> None:
+    """check.md: 'Richardson |D(d) - D(2d)|' in a cell split its row into more cells than the heading's."""
+    from attnphase.validation.derivation_checks.tables import markdown_table
+
+    r = dc.CheckResult(number=3, key="hats", title="hats", compares="a | b", quantity="q", error=1e-9,
+                       tolerance=1e-6, status=dc.PASS, tolerance_from="Richardson |D(d) - D(2d)|")
+    md = markdown_table(PAPER, 2.0, [r]).splitlines()
+    head = next(line for line in md if line.startswith("| # |"))
+    row = next(line for line in md if line.startswith("| 3 |"))
+    cells = lambda line: len(line.replace("\\|", "").split("|"))  # noqa: E731
+    assert cells(row) == cells(head) and "Richardson \\|D(d) - D(2d)\\|" in row
 
 
 def test_command_exit_1_when_a_check_fails(monkeypatch, capsys) -> None:

@@ -20,7 +20,7 @@ DESCRIPTION = ("Print every equation of the theory, derived with sympy for the g
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The model group, ``--latex`` / ``--markdown`` / ``--json`` and ``-o FILE``."""
-    opt.add_model_options(p)
+    opt.add_model_options(p, command="derive")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--latex", action="store_true", help="print raw LaTeX")
     fmt.add_argument("--markdown", action="store_true", help="print the markdown document")

@@ -18,12 +18,13 @@ NAME = "check"
 HELP = "derivation checks for a model: generated kernels, limit loss, SE equations, Phi, eps_lin"
 DESCRIPTION = ("Run, for the given model, every identity that ties the derivation together (docs/model.md "
                "sections 2-5) and print a table: check, what it compares, measured error, tolerance, pass/fail. "
-               "Exit code 0 when no check fails, 1 when one fails, 2 for bad input.")
+               "Exit code 0 when no check fails (skipped checks say why), 1 when one fails or none ran (every one "
+               "skipped), 2 for bad input.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The model group, ``--alpha``, ``--estimator``, the selection and size of the checks, ``--seed``, ``--json``, ``--out DIR``."""
-    opt.add_model_options(p)
+    opt.add_model_options(p, command="check")
     p.add_argument("--alpha", default=None, metavar="ALPHA",
                    help="alpha of the fixed-point checks (default 2; with --estimator bayes-optimal halfway between "
                    "alpha_WR and 1/L)")

@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seeds per point (default 4, quick 2; general suite 4, quick 3); the finite-size series runs "
                    "at least 6 (quick 4)")
     add_training_options(p)
-    opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
+    opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)",
+                          command="validate")
     add_torch_options(p, threads="torch threads of the simulations with --workers 1 (default 1, as Dask workers use: "
                       "the runs are small, and a second thread multiplied their CPU time 20-40x on a busy machine)")
     outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")

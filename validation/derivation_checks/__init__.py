@@ -44,9 +44,12 @@ CHECKS: tuple[tuple[int, str, Callable[[Context], CheckResult]], ...] = (
 
 
 def select_checks(only: str | None) -> list[tuple[int, str, Callable[[Context], CheckResult]]]:
-    """The checks named in ``only`` (comma list of numbers or keys; None: all). ValueError for unknown names."""
-    if only is None or not only.strip():
+    """The checks named in ``only`` (comma list of numbers or keys; None: all). ValueError for unknown names and for
+    a list that names none (``--only ""`` ran every check)."""
+    if only is None:
         return list(CHECKS)
+    if not only.strip(" ,"):
+        raise ValueError(f"no check named in {only!r}: use numbers 1-7 or {', '.join(c[1] for c in CHECKS)}")
     out = set()
     for wtd in (s.strip().lower() for s in only.split(",") if s.strip()):
         match = [c for c in CHECKS if wtd in (str(c[0]), c[1])]

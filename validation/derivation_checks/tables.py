@@ -51,6 +51,11 @@ def _short(v: Any) -> str:
     return str(v)
 
 
+def _cell(value: Any) -> str:
+    """A markdown table cell: its text with every "|" escaped (``|D(d) - D(2d)|`` split the row into more cells)."""
+    return str(value).replace("|", "\\|")
+
+
 def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckResult], ridge: bool = True) -> str:
     """``check.md``: the model (lambda with ``ridge``: the Bayes-optimal estimator has none), then a markdown table of
     the checks (for a paper's appendix)."""
@@ -64,8 +69,9 @@ def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckRes
         "| # | Check | What it compares | Worst component | Measured error | Tolerance | Tolerance from | Result |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    lines += [f"| {r.number} | {r.title} | {r.compares} | {r.quantity or '-'} | {_fmt(r.error)} | {_fmt(r.tolerance)} "
-              f"| {r.reason if r.status == SKIP else r.tolerance_from} | {r.status} |" for r in results]
+    lines += ["| " + " | ".join(_cell(c) for c in (r.number, r.title, r.compares, r.quantity or "-", _fmt(r.error),
+                                                  _fmt(r.tolerance), r.reason if r.status == SKIP else r.tolerance_from,
+                                                  r.status)) + " |" for r in results]
     fails = [r for r in results if r.status == FAIL]
     lines += ["", f"{sum(r.status == PASS for r in results)} passed, {len(fails)} failed, "
               f"{sum(r.status == SKIP for r in results)} skipped."]
