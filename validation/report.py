@@ -52,7 +52,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"Model: L = {p['L']}, sigma = "
         f"{p['sigma'][0] if len(set(p['sigma'])) == 1 else p['sigma']}"
         + (f", tokens correlated across positions with C = {p['C']} (theory in whitened form)" if "C" in p else "")
-        + f", lambda = {p['lam']}, A = {p['A']}, P = {p['P']}, omega = {p['omega']} (sweep). "
+        + f", lambda = {p['lam']}, rho0 = {p['rho0']:g}, A = {p['A']}, P = {p['P']}, omega = {p['omega']} (sweep). "
         f"Main dimension d = {plan['d']}, {len(plan['seeds'])} seeds per point{_fss_seeds(plan)}, {plan['n_test']} "
         "fresh test "
         f"samples per run, dtype {plan['dtype']}, device {summary['runs'][0]['device'] if summary['runs'] else '?'}.",
@@ -68,7 +68,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"{(plan.get('train') or {}).get('max_steps', '?')} steps (a run that reaches it is not converged: "
         "'Convergence of gradient descent' below). "
         "Overlaps: m = p_1.Q/sqrt(d), theta = Q.Q*/d, q = |Q|^2/d (compared in absolute value: Q -> -Q is a "
-        "symmetry). Teacher norm fixed to |Q*|^2 = d.",
+        f"symmetry). Teacher norm fixed to |Q*|^2 = rho0 d = {p['rho0']:g} d.",
         "", "## Theory (numerics)", "",
         f"* eps_lin = {_f(th['eps_lin'], '.6g')}",
     ]
