@@ -211,7 +211,9 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         "theory_seconds": sum(t.seconds for t in theories.values())
         + sum(p["seconds"] for pts in aligned.values() for p in pts.values()),
         "theory_jobs_cached": cached, "workers": executor.workers,
-        "n_simulations": len(runs), "all_converged": all(r.converged for r in runs),
+        "n_simulations": len(runs) + sum(t["n"] for c in cases for row in c["rows"] for t in row.get("trend") or ()
+                                         if t["d"] != plan.d),
+        "all_converged": all(r.converged for r in runs),
         "runs": [{"case": c.key, **r.to_dict()} for c in plan.cases for r in results[c.key]],
     }
 
@@ -239,14 +241,16 @@ def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], r
 
 
 def run_general_validation(plan: GeneralPlan, out_dir: str | Path, progress: bool = True,
-                           store: Any = None, executor: Any = None, fresh: bool = False) -> dict[str, Any]:
+                           store: Any = None, executor: Any = None, fresh: bool = False,
+                           command: str = "") -> dict[str, Any]:
     """Run the suite (:func:`run_general_suite`, its tasks on ``executor``, kept in ``store``, default
-    ``out_dir/tasks``, every one computed again with ``fresh``) and write ``report.md``, ``summary.json`` and
-    ``general_suite.png`` into ``out_dir``."""
+    ``out_dir/tasks``, every one computed again with ``fresh``) and write ``report.md``, ``summary.json`` (with
+    ``command``, the command line that made it) and ``general_suite.png`` into ``out_dir``."""
     from .general_report import write_general_report
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = run_general_suite(plan, out, progress=progress, store=store, executor=executor, fresh=fresh)
+    summary["command"] = command
     write_general_report(summary, out)
     return summary

@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                           command="validate")
     add_torch_options(p, threads="torch threads of the simulations with --workers 1 (default 1, as Dask workers use: "
                       "the runs are small, and a second thread multiplied their CPU time 20-40x on a busy machine)")
-    outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
+    outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures (--suite "
+                           "general: report.md, summary.json and general_suite.png)")
     execution_options.add_job_options(p, workload.MAX_SIMULATIONS, "simulations")
 
 
@@ -178,7 +179,7 @@ def _run_general(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnphase.numerics.commands.common import staged_job, task_store
+    from attnphase.numerics.commands.common import command_line, staged_job, task_store
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases, train=train_config(args))
     check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
@@ -222,7 +223,7 @@ def _run_general(args: argparse.Namespace) -> int:
     with staged_job(out_dir, "validate", {"suite": "general", "cases": [c.key for c in plan.cases], "d": plan.d},
                     args.json) as stage:
         summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir),
-                                         executor=executor, fresh=args.fresh)
+                                         executor=executor, fresh=args.fresh, command=command_line())
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
         print(json.dumps(outputs.json_value(summary_for_output(summary))))
