@@ -76,15 +76,18 @@ def test_rank_options_are_one_definition_on_every_model_command() -> None:
         acts = _actions(name)
         for dest, option in (("rank", "--rank"), ("teacher_rank", "--teacher-rank")):
             a = acts[dest]
-            assert a.option_strings == [option] and (a.default, a.help, a.type) == (ref[dest].default,
-                                                                                   ref[dest].help, int), (name, dest)
-            assert a.default == 1
+            # one definition; a command whose theory is rank 1 says so in its help
+            assert a.option_strings == [option] and (a.default, a.type) == (ref[dest].default, int), (name, dest)
+            assert a.help.startswith(ref[dest].help) and a.default == 1
+            assert (f"({name} takes 1 only" in a.help) == (name in opt.RANK_ONE_COMMANDS), (name, a.help)
     args = build_parser().parse_args(["simulate", "--rank", "3", "--teacher-rank", "2"])
     p = opt.params_from_args(args)
     assert (p.r, p.r_star) == (3, 2)
     for name in MODEL_COMMANDS:
         a = _actions(name)["token_cov"]
-        assert a.option_strings == ["--token-cov"] and a.default is None and a.help == _actions("solve")["token_cov"].help
+        assert a.option_strings == ["--token-cov"] and a.default is None
+        assert a.help.startswith(_actions("solve")["token_cov"].help)
+        assert (f"({name} takes a diagonal C only" in a.help) == (name in opt.INDEPENDENT_TOKEN_COMMANDS), name
     args = build_parser().parse_args(["simulate", "--token-cov", "0.16,0.03;0.03,0.36"])
     p = opt.params_from_args(args)
     assert p.sigma == pytest.approx((0.4, 0.6)) and p.correlated_tokens
