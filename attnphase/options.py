@@ -142,7 +142,8 @@ def add_model_options(p: argparse.ArgumentParser, *, omega_range: bool = False, 
                    help=f"teacher rank r* >= 1: Q* in R^{{d x r*}} (default 1){rank_one}")
     g.add_argument("--token-cov", dest="token_cov", default=None, metavar="MATRIX",
                    help='token covariance C across positions, x_k.x_k\'/d -> C[k,k\'], rows separated by ";" '
-                   '(symmetric PSD; sets sigma_l = sqrt(C[l,l])); default: independent tokens, C = diag(sigma^2)'
+                   '(symmetric positive definite; simulate also takes a singular PSD one; sets sigma_l = '
+                   'sqrt(C[l,l])); default: independent tokens, C = diag(sigma^2)'
                    + independent)
 
 

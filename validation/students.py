@@ -110,9 +110,13 @@ def fit_linear(g: GramData) -> torch.Tensor:
     """Least-squares fit of the baseline's ``B`` on a training set.
 
     Minimises ``sum_mu (1 / 2d) |y^mu - B X^mu|^2`` exactly; the normal equations give
-    ``B = (sum_mu T^mu Gxx^mu) (sum_mu Gxx^mu)^{-1}``.
+    ``B = (sum_mu T^mu Gxx^mu) (sum_mu Gxx^mu)^{-1}``, with the pseudo-inverse where that Gram matrix is singular
+    (tokens equal across positions, a singular ``--token-cov``: every minimiser predicts the same, B X).
     """
     G = g.Gxx.sum(0)
     rhs = (g.T @ g.Gxx).sum(0)
     # B G = rhs  <=>  G^T B^T = rhs^T (G symmetric)
-    return torch.linalg.solve(G, rhs.T).T
+    try:
+        return torch.linalg.solve(G, rhs.T).T
+    except torch.linalg.LinAlgError:
+        return (torch.linalg.pinv(G, hermitian=True) @ rhs.T).T

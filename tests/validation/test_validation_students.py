@@ -157,6 +157,18 @@ def test_linear_fit_is_least_squares_minimum():
         assert float(linear_losses(B + dB, g).sum()) > base
 
 
+def test_linear_fit_of_tokens_equal_across_positions_is_a_least_squares_minimum():
+    """A singular token covariance (x_1 = x_2): the normal equations' Gram matrix is singular (simulate
+    --token-cov "0.25,0.25;0.25,0.25" stopped on torch's LinAlgError after training); its pseudo-inverse gives a
+    minimiser, and here y = x exactly, so the fit is perfect."""
+    p, t, data = _setup(d=20, n=15, C=((0.25, 0.25), (0.25, 0.25)))
+    g = prepare(t, data)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.solve(g.Gxx.sum(0), g.Gxx.sum(0))
+    B = fit_linear(g)
+    assert torch.isfinite(B).all() and float(linear_losses(B, g).max()) < 1e-25
+
+
 def test_bad_arguments():
     p = ModelParams()
     with pytest.raises(ValueError, match="d \\(embedding dimension\\)"):
