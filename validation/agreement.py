@@ -141,6 +141,11 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
     fit = next((f for f in summary["finite_size_fits"]
                 if f["alpha"] == alpha and f["init"] == "semantic" and f["observable"] == "abs_theta"), None)
     if fit is None:
+        case = [r for r in summary.get("finite_size", []) if r["alpha"] == alpha and r["init"] == "semantic"]
+        full = [r for r in case if all_runs_converged(r)]
+        if case and len(full) < 3:  # _fss_fits fits over the dimensions whose every run converged, three at least
+            return {"alpha": alpha, "verdict": f"no d -> inf fit at this alpha: {len(full)} of its {len(case)} "
+                                               "dimensions had every run converged (a fit needs 3)"}
         return {"alpha": alpha, "verdict": "no finite-size data at this alpha"}
     th = {p: _nan(v) for p, v in fit["theory"].items()}
     th.setdefault("local", math.nan)

@@ -491,6 +491,13 @@ def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consi
     assert "global: none (the semantic branch ends at alpha = 0.9)" in past and "no converged point" not in past
     none = global_vs_local_at(summary({"global": 0.1, "local": 0.0, "aligned": 0.5}), 0.8)["verdict"]
     assert none.startswith("gradient descent follows none of the theories")
+    # runs made but not converged (validate --max-steps 30) are not "no finite-size data"
+    rows = [{"alpha": 0.8, "init": "semantic", "d": d, "n_runs": 4, "n_converged": 4 if d == 50 else 1}
+            for d in (50, 100, 200)]
+    unfit = global_vs_local_at({"finite_size_fits": [], "finite_size": rows}, 0.8)["verdict"]
+    assert unfit == "no d -> inf fit at this alpha: 1 of its 3 dimensions had every run converged (a fit needs 3)"
+    assert global_vs_local_at({"finite_size_fits": [], "finite_size": []}, 0.8)["verdict"] == \
+        "no finite-size data at this alpha"
 
 
 def test_a_simulation_runs_no_numerics_code_so_its_key_leaves_the_numerics_out():
