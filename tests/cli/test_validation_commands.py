@@ -184,8 +184,8 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
 
     seen = {}
 
-    def fake(plan, out_dir, progress=True, store=None, executor=None, fresh=False):
-        seen.update(plan=plan, out_dir=out_dir, store=store, workers=executor.workers, fresh=fresh)
+    def fake(plan, out_dir, progress=True, store=None, executor=None, fresh=False, command=""):
+        seen.update(plan=plan, out_dir=out_dir, store=store, workers=executor.workers, fresh=fresh, command=command)
         return {"wall_seconds": 2.0, "all_converged": False}
 
     monkeypatch.setattr(suite, "run_general_validation", fake)
@@ -207,6 +207,7 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
     assert plan.quick and plan.d == 200 and [c.key for c in plan.cases] == ["a", "b", "c", "d", "e"]
     assert first_store.folder == tmp_path / "g" / "tasks"  # the theory's tasks kept outside the staging folder
     assert [c.key for c in seen["plan"].cases] == ["d", "e"]  # --cases: the named ones, in the suite's order
+    assert seen["command"].startswith("attnphase")  # the command line (sys.argv's), for the report and summary.json
 
 
 def test_validate_takes_correlated_tokens(tmp_path, capsys, monkeypatch):
