@@ -20,17 +20,20 @@ def add_continuation_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--continuation", default="auto", choices=("auto", "on", "off"),
                    help="continue the boundaries in omega: each omega's computed near its neighbour's (warm starts, "
                    "predicted boundaries; an omega where that fails is computed independently), along chains of "
-                   "contiguous omegas, one task each; 'auto' (default): on where consecutive omegas are at most "
-                   f"{DENSE_OMEGA_STEP:g} apart and each of the --workers chains gets {MIN_CHAIN} or more")
+                   "contiguous omegas, one task each, split by the omegas alone (the same numbers on any --workers); "
+                   f"'auto' (default): on where {MIN_CHAIN} or more consecutive omegas are at most {DENSE_OMEGA_STEP:g} "
+                   "apart")
 
 
-def chains_from_args(args: argparse.Namespace, omegas: list[float], workers: int) -> int:
-    """How many chains ``--continuation`` splits the omegas into (0: every omega independently): a
-    multiple of ``workers`` with at most CHAIN_LENGTH omegas each, at most one per two omegas."""
+def chains_from_args(args: argparse.Namespace, omegas: list[float]) -> int:
+    """How many chains ``--continuation`` splits the omegas into (0: every omega independently): at most
+    CHAIN_LENGTH omegas each, two at least from 2 MIN_CHAIN omegas on (two cores' work), at most one per two omegas.
+    The split depends on the omegas alone, not on the worker count: a chain's numbers depend on where it starts, so a
+    run on another number of workers gives the same numbers and reads back the same stored tasks."""
     mode = getattr(args, "continuation", "off")
     w = sorted(set(omegas))
-    workers = max(1, workers)
-    dense = len(w) >= MIN_CHAIN * workers and max(b - a for a, b in zip(w, w[1:])) <= DENSE_OMEGA_STEP + 1e-12
+    dense = len(w) >= MIN_CHAIN and max(b - a for a, b in zip(w, w[1:])) <= DENSE_OMEGA_STEP + 1e-12
     if len(w) < 2 or mode == "off" or (mode == "auto" and not dense):
         return 0
-    return max(1, min(workers * math.ceil(len(w) / (workers * CHAIN_LENGTH)), len(w) // 2))
+    least = 2 if len(w) >= 2 * MIN_CHAIN else 1
+    return max(1, min(max(least, math.ceil(len(w) / CHAIN_LENGTH)), len(w) // 2))

@@ -1,9 +1,9 @@
 """Where the phase diagram continued in omega spends its time: per omega of each chain, and per stage.
 
-    python benchmarks/profile_omega_chains.py                          # --omega 0:0.45:46, chains as on 2 workers
+    python benchmarks/profile_omega_chains.py                          # --omega 0:0.45:46, its chains
     python benchmarks/profile_omega_chains.py --only 3 --max 2         # the chain anchored at 0.3, 2 omegas each way
 
-Runs the chains of ``attnphase phase-diagram --omega GRID`` (``--continuation auto``, ``--workers W``: the
+Runs the chains of ``attnphase phase-diagram --omega GRID`` (``--continuation auto``: the
 chains :func:`attnphase.continuation_options.chains_from_args` makes, anchored as
 :func:`attnphase.numerics.jobs.tasks.omega_chains` anchors them) in this process, one after the other, as
 :func:`attnphase.numerics.phase.omega_continuation.boundaries_chain` runs them, with the stages of
@@ -66,7 +66,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--omega", default="0:0.45:46", help="start:stop:num (default 0:0.45:46)")
     ap.add_argument("--alpha", default="0.1:3:12", help="alpha grid start:stop:num (default 0.1:3:12)")
-    ap.add_argument("--workers", type=int, default=2, help="the command's --workers (the chains follow; default 2)")
     ap.add_argument("--only", default="", help="comma-separated chain indices (default: every chain)")
     ap.add_argument("--max", type=int, default=None, help="at most this many continued omegas each way")
     ap.add_argument("--no-curves", action="store_true", help="leave out the curves' branch")
@@ -77,7 +76,7 @@ def main() -> None:
     alphas = [float(x) for x in np.linspace(float(a), float(b), int(n))]
     cfg = SolverConfig()
     at = curves_omega(omegas)
-    chains = omega_chains(omegas, chains_from_args(SimpleNamespace(continuation="auto"), omegas, args.workers),
+    chains = omega_chains(omegas, chains_from_args(SimpleNamespace(continuation="auto"), omegas),
                           anchor_at=at)
     picked = [int(i) for i in args.only.split(",")] if args.only else range(len(chains))
     ppd.instrument()

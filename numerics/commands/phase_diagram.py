@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     n_rules = independent_rules(cfg, error_estimate) if scalar else 0
     executor = execution_options.executor_from_args(args)
-    chains = continuation_options.chains_from_args(args, omegas, executor.workers) if scalar else 0
+    chains = continuation_options.chains_from_args(args, omegas) if scalar else 0
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                         "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
