@@ -231,6 +231,14 @@ def staged_output(out: Path, job: str | None = None, model: dict[str, Any] | Non
                     if not folder.is_dir():
                         raise
             written = sorted(item.name for item in stage.iterdir())
+            # a file where a folder goes (or the reverse) is found before anything moves: no mix of two runs' files
+            clash = [name for name in written if (out / name).exists()
+                     and (out / name).is_dir() != (stage / name).is_dir()]
+            if clash:
+                raise IsADirectoryError(f"{shown_path(out / clash[0])} is a "
+                                        f"{'folder' if (out / clash[0]).is_dir() else 'file'} where the job writes a "
+                                        f"{'folder' if (stage / clash[0]).is_dir() else 'file'}; nothing was moved "
+                                        "into it")
             for name in written:
                 item, target = stage / name, out / name
                 if target.is_dir() and item.is_dir():

@@ -225,6 +225,23 @@ def test_staged_output_complete_or_absent(tmp_path):
     assert sorted(os.listdir(out)) == ["one.csv", "two.json"] and os.listdir(tmp_path) == ["a"]
 
 
+def test_staged_output_moves_nothing_where_a_folder_stands_for_one_of_its_files(tmp_path):
+    """A folder named as one of the job's files: the files before it in order had moved in (phase_diagram.csv of the
+    new model beside phase_diagram.nc of the old one) when the move failed on it."""
+    from attnphase import outputs
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.csv").write_text("old")
+    (out / "b.json").mkdir()
+    with pytest.raises(ValueError, match="b.json is a folder where the job writes a file; nothing was moved"):
+        with outputs.staged_output(out) as stage:
+            (stage / "a.csv").write_text("new")
+            (stage / "b.json").write_text("{}")
+    assert (out / "a.csv").read_text() == "old" and (out / "b.json").is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging folder left
+
+
 # --- messages of the Python API name the parameter ----------------------------------------------
 
 @pytest.mark.parametrize(("kw", "needle"), [
