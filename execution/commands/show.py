@@ -38,8 +38,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a name the system refuses (too long), a folder it will not list
         raise ValueError(f"PATH: cannot read {outputs.shown_path(target)!r} ({exc.strerror or exc})") from None
     if not files:
-        raise ValueError(f"PATH: no dataset (*.nc) in {str(target)!r}; sweep, phase-diagram, census, scan, validate "
-                         "and histogram write one into their --out folder (check writes its tables only)")
+        tasks = target / "tasks"
+        stopped = (f": its tasks/ folder holds the tasks an unfinished run stored; the same command again resumes it and "
+                   "writes the dataset") if tasks.is_dir() and any(tasks.iterdir()) else ""
+        raise ValueError(f"PATH: no dataset (*.nc) in {str(target)!r}{stopped}; sweep, phase-diagram, census, scan, "
+                         "validate (not --suite general) and histogram write one into their --out folder (check writes "
+                         "its tables only)")
     if target.is_file() and target.suffix.lower() in (".csv", ".json", ".md", ".png"):  # another output of the job
         raise ValueError(f"PATH: {str(target)!r} is one of a job's tables or figures; show reads its dataset: give "
                          f"the folder {str(target.parent)!r} or its .nc file")

@@ -90,7 +90,12 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
 def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert main(["show", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no dataset (*.nc)" in err[0]
+    assert len(err) == 1 and "no dataset (*.nc)" in err[0] and "resumes" not in err[0]
+    (tmp_path / "tasks").mkdir()  # an interrupted run's stored tasks: said, with how to finish it
+    (tmp_path / "tasks" / "ab12.json").write_text("{}")
+    assert main(["show", str(tmp_path)]) == 2
+    assert "tasks/ folder holds the tasks an unfinished run stored; the same command again resumes it" in \
+        capsys.readouterr().err
     table = tmp_path / "sweep_semantic_omega0.3.csv"  # a job's CSV given for its dataset: said so, with the folder
     table.write_text("alpha,q\n1,0.2\n")
     assert main(["show", str(table)]) == 2
