@@ -24,10 +24,15 @@ TASKS_FOLDER = "tasks"
 
 
 def task_store(out_dir: Path) -> Any:
-    """The store of a job's finished tasks, ``out_dir/tasks`` (``--fresh`` recomputes them; docs/distributed.md)."""
+    """The store of a job's finished tasks, ``out_dir/tasks`` (``--fresh`` recomputes them; docs/distributed.md); a
+    store that cannot be used is bad input naming ``--out`` (StoreUnusable, exit code 2)."""
     from attnphase.execution import ResultStore
+    from attnphase.execution.store import StoreUnusable
 
-    return ResultStore(out_dir / TASKS_FOLDER)
+    try:
+        return ResultStore(out_dir / TASKS_FOLDER)
+    except StoreUnusable as exc:
+        raise StoreUnusable(f"--out: {exc}") from None
 
 
 def command_line() -> str:

@@ -74,7 +74,7 @@ def test_task_store_that_is_a_file_is_refused_before_any_task(capsys, tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "tasks").write_text("not a folder")
     _one_line_error(capsys, ["sweep", "--alpha", "2", "--quadrature", "gh6", "--workers", "1", "--quiet", "--out",
-                             str(tmp_path / "out")], ["tasks", "must be a folder"], tmp_path)
+                             str(tmp_path / "out")], ["--out: ", "tasks", "must be a folder"], tmp_path)
     assert os.listdir(tmp_path / "out") == ["tasks"]
 
 
