@@ -56,9 +56,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"Main dimension d = {plan['d']}, {len(plan['seeds'])} seeds per point{_fss_seeds(plan)}, {plan['n_test']} "
         "fresh test "
         f"samples per run, dtype {plan['dtype']}, device {summary['runs'][0]['device'] if summary['runs'] else '?'}.",
-        f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s wall, "
-        f"{summary.get('simulation_cpu_seconds', math.nan):.0f} s CPU), theory from `attnphase.numerics` "
-        f"({summary['theory_seconds']:.0f} s wall, {summary.get('theory_cpu_seconds', math.nan):.0f} s CPU; "
+        f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s wall and "
+        f"{summary.get('simulation_cpu_seconds', math.nan):.0f} s CPU summed over their tasks, as each was first "
+        f"computed), theory from `attnphase.numerics` ({summary['theory_seconds']:.0f} s wall and "
+        f"{summary.get('theory_cpu_seconds', math.nan):.0f} s CPU summed over the tasks computed in this run; "
         f"{summary.get('theory_jobs_cached', 0)} theory job(s) read from the store), every simulation and theory "
         f"omega one task ({_tasks_line(summary)}), campaign wall time {summary['wall_seconds']:.0f} s. "
         f"All gradient-descent runs converged: {summary['all_converged']}.", "",

@@ -174,6 +174,9 @@ def test_report_files_and_bookkeeping(tmp_path):
     norm = json.loads(json.dumps(other))
     norm["plan"]["params"]["rho0"] = 2.0
     assert "|Q*|^2 = rho0 d = 2 d." in render_markdown(norm) and "rho0 = 2, " in render_markdown(norm)
+    # the seconds are sums over tasks (the theory's "125 s wall" sat inside an 85 s campaign)
+    assert "s CPU summed over their tasks, as each was first computed), theory" in made
+    assert "s CPU summed over the tasks computed in this run; " in made
     more = json.loads(json.dumps(other))
     more["plan"]["fss_seeds"] = [0, 1, 2, 3]
     assert "2 seeds per point (the finite-size series 4, at d = 12, 24, 48), " in render_markdown(more)
