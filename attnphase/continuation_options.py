@@ -21,8 +21,8 @@ def add_continuation_option(p: argparse.ArgumentParser) -> None:
                    help="continue the boundaries in omega: each omega's computed near its neighbour's (warm starts, "
                    "predicted boundaries; an omega where that fails is computed independently), along chains of "
                    "contiguous omegas, one task each, split by the omegas alone (the same numbers on any --workers); "
-                   f"'auto' (default): on where {MIN_CHAIN} or more consecutive omegas are at most {DENSE_OMEGA_STEP:g} "
-                   "apart")
+                   f"'auto' (default): on where {MIN_CHAIN} or more consecutive omegas are at most "
+                   f"{DENSE_OMEGA_STEP:g} apart")
 
 
 def chains_from_args(args: argparse.Namespace, omegas: list[float]) -> int:

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"PATH: cannot read {outputs.shown_path(target)!r} ({exc.strerror or exc})") from None
     if not files:
         tasks = target / "tasks"
-        stopped = (f": its tasks/ folder holds the tasks an unfinished run stored; the same command again resumes it and "
-                   "writes the dataset") if tasks.is_dir() and any(tasks.iterdir()) else ""
+        stopped = (": its tasks/ folder holds the tasks an unfinished run stored; the same command again resumes "
+                   "it and writes the dataset") if tasks.is_dir() and any(tasks.iterdir()) else ""
         raise ValueError(f"PATH: no dataset (*.nc) in {str(target)!r}{stopped}; sweep, phase-diagram, census, scan, "
                          "validate (not --suite general) and histogram write one into their --out folder (check writes "
                          "its tables only)")

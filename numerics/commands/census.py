@@ -120,7 +120,8 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
     on = f"on {cores} core{'s' if cores != 1 else ''}"
     if is_scalar_form(params.r, params.r_star):
         cpu = workload.census_seconds(params.L, cfg)
-        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars: {error_bars_text(cfg, n_rules)}; about "
+        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars: {error_bars_text(cfg, n_rules)}; "
+                "about "
                 f"{workload.format_duration(workload.on_cores(cpu, cores, workload.CENSUS_CORE_USE))} {on} "
                 f"({workload.cpu_phrase(cpu)}; {workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: "
                 "a busy or slower machine takes longer)")
@@ -194,7 +195,8 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
         points.append(rec)
     obj: dict[str, Any] = {
         "alpha": res.alpha, "omega": params.omega, "params": params.to_dict(), "solver": cfg.as_dict(),
-        "independent_rules": n_rules, "error_bars": error_bars_text(cfg, n_rules), "search_quadrature": search.rule, "starts": len(search.starts),
+        "independent_rules": n_rules, "error_bars": error_bars_text(cfg, n_rules), "search_quadrature": search.rule,
+        "starts": len(search.starts),
         "not_converged": search.not_converged, "polish_failures": search.polish_failures,
         "global_minimum": points[0]["branch"] if points else None,
         "separation": res.separation(), "seconds": res.seconds, "fixed_points": points,

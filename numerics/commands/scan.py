@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(str(v)) for v in summary["values"]) + 1
         barred = summary["error_bars"] != "none"
         cell = 18 if barred else 9
-        print(f"{field:>{width}}   omega {'alpha_c':>{cell}} {'alpha_l':>{cell}} {'sem_end':>{cell}} {'pos_end':>{cell}}")
+        heads = " ".join(f"{h:>{cell}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
+        print(f"{field:>{width}}   omega {heads}")
         for row in summary["rows"]:
             cells = " ".join(f"{boundary_cell(row, k, barred):>{cell}}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
