@@ -45,7 +45,7 @@ CHECKS: tuple[tuple[int, str, Callable[[Context], CheckResult]], ...] = (
 
 def select_checks(only: str | None) -> list[tuple[int, str, Callable[[Context], CheckResult]]]:
     """The checks named in ``only`` (comma list of numbers or keys; None: all). ValueError for unknown names and for
-    a list that names none (``--only ""`` ran every check)."""
+    a list that names none (``--only ""``: asking for no check is not asking for all)."""
     if only is None:
         return list(CHECKS)
     if not only.strip(" ,"):

@@ -52,7 +52,8 @@ def _short(v: Any) -> str:
 
 
 def _cell(value: Any) -> str:
-    """A markdown table cell: its text with every "|" escaped (``|D(d) - D(2d)|`` split the row into more cells)."""
+    """A markdown table cell: its text with every "|" escaped (an unescaped one, as in ``|D(d) - D(2d)|``, splits the
+    row into more cells than the heading's)."""
     return str(value).replace("|", "\\|")
 
 
