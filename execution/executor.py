@@ -205,6 +205,25 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
                              f"{executor.worker_timeout:g} s; the task was not run", cancel=True)
 
 
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (the local cluster's semaphores register with it) with SIGHUP ignored,
+    as it ignores SIGINT and SIGTERM itself.  A hang-up sent to the whole process group (a closed terminal, ``timeout
+    -s HUP``) would kill it, and its relaunch prints a warning and a traceback per semaphore around the command's one
+    line ``attnphase: terminated (SIGHUP)``.  An ignored signal stays ignored in the process it starts; a tracker
+    already running is left as it is; elsewhere than in the main thread (where no signal can be set) nothing."""
+    import signal
+    from multiprocessing import resource_tracker
+
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is None or threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.signal(hup, signal.SIG_IGN)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.signal(hup, previous)
+
+
 @contextlib.contextmanager
 def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None] = lambda s: None) -> Iterator[Any]:
     """A ``distributed.Client``: on the scheduler at ``executor.scheduler``, or on a local cluster of
@@ -228,6 +247,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
             yield client
         return
     n = max(1, min(executor.workers, n_tasks))
+    start_resource_tracker()
     dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # a free port; bokeh serves it
     cluster = client = None
     try:

@@ -4,6 +4,7 @@ worker is survived; a corrupted task file is recomputed."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -336,3 +337,25 @@ def test_an_executor_of_no_workers_is_refused(workers) -> None:
 
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
         map_tasks(abs, [-1, -2], workers=workers)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the tracker's signal mask from /proc")
+def test_the_resource_tracker_a_local_cluster_uses_ignores_a_hang_up() -> None:
+    """A SIGHUP to the whole process group (a closed terminal) killed multiprocessing's resource tracker, and its
+    relaunch printed a warning and up to 48 lines of tracebacks around 'attnphase: terminated (SIGHUP)'.  Started by
+    start_resource_tracker, the tracker ignores SIGHUP, and the calling process keeps its own handler."""
+    import subprocess
+
+    script = (
+        "import signal\n"
+        "from multiprocessing import resource_tracker\n"
+        "from attnphase.execution.executor import start_resource_tracker\n"
+        "signal.signal(signal.SIGHUP, signal.default_int_handler)\n"
+        "start_resource_tracker()\n"
+        "pid = resource_tracker._resource_tracker._pid\n"
+        "mask = int(next(l for l in open(f'/proc/{pid}/status') if l.startswith('SigIgn')).split()[1], 16)\n"
+        "print(bool(mask >> (signal.SIGHUP - 1) & 1), signal.getsignal(signal.SIGHUP) is signal.default_int_handler)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]
