@@ -205,6 +205,26 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
                              f"{executor.worker_timeout:g} s; the task was not run", cancel=True)
 
 
+#: distributed's loggers whose records a lost scheduler fills with chained tracebacks; the job's own summary says it
+#: (SchedulerLost, one line per task).
+CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
+
+
+@contextlib.contextmanager
+def quiet_client_logs() -> Iterator[None]:
+    """While the block runs, :data:`CLIENT_LOGGERS` print CRITICAL records only (a scheduler killed mid-run printed
+    30 lines of ConnectionRefusedError / CommClosedError / CancelledError tracebacks before the summary)."""
+    loggers = [logging.getLogger(name) for name in CLIENT_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def start_resource_tracker() -> None:
     """Start multiprocessing's resource tracker (the local cluster's semaphores register with it) with SIGHUP ignored,
     as it ignores SIGINT and SIGTERM itself.  A hang-up sent to the whole process group (a closed terminal, ``timeout
@@ -232,7 +252,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
     from distributed import Client, LocalCluster
 
     if executor.scheduler is not None:
-        with contextlib.closing(_connect(executor.scheduler, executor.connect_timeout)) as client:
+        with quiet_client_logs(), contextlib.closing(_connect(executor.scheduler, executor.connect_timeout)) as client:
             if not client.nthreads():
                 say(f"Dask scheduler {executor.scheduler}: no worker yet; waiting up to {executor.worker_timeout:g} s "
                     f"for one (start some: dask worker {executor.scheduler})")

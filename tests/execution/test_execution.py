@@ -359,3 +359,18 @@ def test_the_resource_tracker_a_local_cluster_uses_ignores_a_hang_up() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_a_remote_schedulers_client_logs_only_critical_records_while_the_job_runs(cluster_address) -> None:
+    """A scheduler killed mid-run made distributed's client log 30 lines of chained tracebacks before the job's
+    one-line SchedulerLost summary: while connected, those loggers print CRITICAL records only, and after it as
+    before."""
+    import logging
+
+    from attnphase.execution.executor import CLIENT_LOGGERS, dask_client
+
+    before = [logging.getLogger(name).level for name in CLIENT_LOGGERS]
+    with dask_client(ExecutorSpec(scheduler=cluster_address), 1):
+        assert all(logging.getLogger(name).level == logging.CRITICAL for name in CLIENT_LOGGERS)
+        assert not logging.getLogger("distributed.client").isEnabledFor(logging.ERROR)
+    assert [logging.getLogger(name).level for name in CLIENT_LOGGERS] == before
