@@ -149,7 +149,9 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     if curves is not None:
         files.append(f"curves_omega{curves.omega:g}.png")  # the branch-curves figure
     elif not quiet and scalar:
-        print(f"attnphase: note: no branch-curves figure: the omega = {at:g} task has no converged semantic point"
+        failed = at is not None and any(abs(b.omega - at) < 1e-12 and not o.ok for b, o in zip(rows, runs.outcomes))
+        print(("attnphase: note: no branch-curves figure: the omega = {:g} task {}".format(
+                   at, "failed (below)" if failed else "has no converged semantic point"))
               if at is not None else "attnphase: note: no branch-curves figure (no omega below 1)", file=sys.stderr)
     # what the files are made of: the tasks, the options that shape the files, the presenting code
     identity = {"tasks": runs.keys, "omegas": list(omegas), "alphas": list(alphas), "error_estimate": error_estimate,

@@ -42,7 +42,7 @@ from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_key, paired_di
 from attnphase.numerics.se.stability import stability_eigenvalue
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
-from attnphase.numerics.se.state_evolution import solve
+from attnphase.numerics.se.state_evolution import check_alpha, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -207,6 +207,9 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
     from the rule's blocks (a rule of one block: from ``n_rules`` rules, CENSUS_RULES when 0; none with
     ``config.error_bars`` off), stability on ``config``'s solve rule."""
     t0 = time.perf_counter()
+    alpha = check_alpha(alpha)  # before any search task runs
+    if isinstance(n_rules, bool) or not isinstance(n_rules, (int, np.integer)) or n_rules < 0:
+        raise ValueError(f"n_rules must be an integer >= 0 (0: CENSUS_RULES), got {n_rules!r}")
     cfg = config or SolverConfig()
     found = search(params, alpha, cfg, starts=starts, perturb=perturb, workers=workers, progress=progress)
     entries: list[CensusEntry] = []

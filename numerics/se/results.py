@@ -83,7 +83,10 @@ class FixedPoint:
     ``branch`` is the label of the point reached (``requested`` what the caller asked for); ``memory`` what a
     nearby solve may start from.  ``overlaps`` in the form of the rank (the matrix form in the canonical gauge),
     ``hat`` likewise (None where the first matrix step failed); ``extra`` (matrix form): e_t_direct and the
-    gauge angle of the last step.
+    gauge angle of the last step.  ``observables.eps_lin`` is NaN in the matrix form (r >= 2 or r* >= 2; a solve does
+    not compute the baseline there, and ``record`` has no ``eps_lin``): take
+    :func:`~attnphase.numerics.se.observables.eps_lin` ``(params)`` at r* = 1, ``(params,
+    quadrature=config.quadrature)`` at r* >= 2, as the commands do.
     """
 
     params: ModelParams

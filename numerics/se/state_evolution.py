@@ -59,13 +59,14 @@ MATRIX_SEMANTIC_RETRY_TRIES = 1
 SEMANTIC_RETRY_STEP = 1.04
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float; ValueError unless it is a finite number > 0 (a 0-d array holds one)."""
     if isinstance(alpha, np.ndarray) and alpha.ndim == 0:  # a 0-d array (np.array(2.0)) holds one number
         alpha = alpha[()]
     ok = isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, (bool, np.bool_))
     a = float(alpha) if ok else math.nan  # a string, None or a bool is no alpha
     if not (math.isfinite(a) and a > 0):
-        raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
     return a
 
 
@@ -109,7 +110,7 @@ def solve(
     :func:`~attnphase.numerics.phase.branch_end.on_branch` tells; its error bars:
     :func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     cfg = config or SolverConfig()
     if params.r != 1 or teacher_rank(params) != 1:
         return _solve_matrix(params, alpha, branch, cfg, init, rule, memory, start or "embedded", rank_one=rank_one)

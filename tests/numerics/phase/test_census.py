@@ -564,3 +564,15 @@ def test_a_point_of_another_label_merged_into_a_listed_one_is_said() -> None:
     note = merged_note(points)
     assert "a semantic point (e_t 0.0017852963, 2 starts) into the agnostic one" in note and note.count("point (") == 1
     assert merged_note(points[:1]) == ""
+
+
+@pytest.mark.parametrize("alpha, n_rules, needle", [(0.0, 2, "alpha must be"), ("1", 2, "got '1'"),
+                                                    (1.0, -1, "n_rules must be"), (1.0, 1.5, "n_rules must be")])
+def test_census_refuses_bad_input_before_any_search(monkeypatch, alpha, n_rules, needle) -> None:
+    """census(params, 0.0) ran its 21 search tasks and then raised TaskFailed with a worker's traceback; n_rules=-1
+    was taken."""
+    import attnphase.numerics.phase.census as census_mod
+
+    monkeypatch.setattr(census_mod, "search", lambda *a, **k: pytest.fail("the search ran"))
+    with pytest.raises(ValueError, match=needle):
+        census_mod.census(ModelParams(), alpha, config=SolverConfig(quadrature="sobol8:4"), n_rules=n_rules)
