@@ -89,7 +89,8 @@ class SimSpec:
         object.__setattr__(self, "seed", check_seed(self.seed))
         n_samples(self.alpha, self.d)
         check_choice("init", self.init, INITS)
-        resolve_dtype(self.dtype)
+        # its name, as the result records it (a torch dtype is no JSON)
+        object.__setattr__(self, "dtype", str(resolve_dtype(self.dtype)).removeprefix("torch."))
         if self.n_test < 2:
             raise ValueError(f"n_test must be >= 2, got {self.n_test}")
 

@@ -188,3 +188,14 @@ def test_train_refuses_a_ridge_penalty_that_is_not_a_finite_non_negative_number(
     p, t, g = _problem(d=30)
     with pytest.raises(ValueError, match="lam"):
         train(initial_Q("semantic", t, 1, generator(0, "init")), g, lam, TrainConfig(max_steps=2))
+
+
+def test_a_torch_dtype_is_recorded_by_its_name() -> None:
+    """SimSpec(dtype=torch.float32) ran, and its result's dtype was the torch object: json.dumps of the record
+    raised TypeError."""
+    import json
+
+    spec = SimSpec(d=20, alpha=1.0, init="semantic", device="cpu", dtype=torch.float32)
+    assert spec.dtype == "float32" and spec == SimSpec(d=20, alpha=1.0, init="semantic", device="cpu", dtype="float32")
+    rec = run_simulation(spec)
+    assert rec.dtype == "float32" and json.loads(json.dumps(rec.to_dict()))["dtype"] == "float32"
