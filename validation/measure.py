@@ -9,6 +9,7 @@ least-squares linear baseline fitted on the training set) on the same fresh samp
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -69,8 +70,13 @@ def training_objective(Q: torch.Tensor, g: GramData, lam: float) -> float:
 
 def test_errors(Q: torch.Tensor, B: torch.Tensor, teacher: Teacher, generator: torch.Generator, n_test: int = 10000,
                 chunk: int = 2000) -> TestErrors:
-    """Test errors of the attention student ``Q`` and the linear baseline ``B`` on ``n_test`` fresh samples, drawn
-    from ``generator`` in chunks of ``chunk`` (memory: ``chunk * L * d`` numbers)."""
+    """Test errors of the attention student ``Q`` and the linear baseline ``B`` on ``n_test`` >= 2 fresh samples,
+    drawn from ``generator`` in chunks of ``chunk`` (memory: ``chunk * L * d`` numbers; the draws follow the chunks,
+    so the same generator with another ``chunk`` draws another test set: keep it fixed to reproduce a run)."""
+    if isinstance(n_test, bool) or not isinstance(n_test, numbers.Integral) or n_test < 2:
+        raise ValueError(f"n_test must be an integer >= 2 (a standard error needs two samples), got {n_test!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1:
+        raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
     att, lin = [], []
     with torch.no_grad():
         for start in range(0, int(n_test), chunk):

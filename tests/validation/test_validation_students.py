@@ -189,3 +189,16 @@ def test_a_simulation_or_amp_run_refuses_a_seed_that_is_not_a_non_negative_integ
                  lambda: AmpSpec(d=100, alpha=0.4, seed=seed)):
         with pytest.raises(ValueError, match="seed must be an integer >= 0"):
             spec()
+
+
+@pytest.mark.parametrize("kw, needle", [(dict(n_test=0), "n_test must be"), (dict(n_test=1), "n_test must be"),
+                                        (dict(chunk=0), "chunk must be")])
+def test_test_errors_refuse_sizes_that_give_no_error_bar(kw, needle) -> None:
+    """n_test = 0 failed in torch.cat, chunk = 0 in range(), n_test = 1 returned a NaN standard error."""
+    from attnphase.validation.measure import test_errors
+
+    p, t, data = _setup(d=20, n=15)
+    g = prepare(t, data)
+    Q = torch.zeros(20, 1, dtype=torch.float64)
+    with pytest.raises(ValueError, match=needle):
+        test_errors(Q, fit_linear(g), t, generator(0, "test"), **kw)
