@@ -45,9 +45,12 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except RuntimeError as exc:
         raise ValueError(f"device: cannot use {device!r} ({exc})") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r}: CUDA is not available on this machine (use 'cpu' or 'auto')")
+    return dev
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -60,8 +63,11 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 def generator(seed: int, stream: str) -> torch.Generator:
-    """The CPU generator of one named random stream of ``seed`` (module docstring)."""
-    state = np.random.SeedSequence([int(seed), _STREAMS[stream]]).generate_state(2, dtype=np.uint32)
+    """The CPU generator of one named random stream of ``seed`` (module docstring); ValueError for a seed that is no
+    integer >= 0 or an unknown stream."""
+    if stream not in _STREAMS:
+        raise ValueError(f"stream must be one of {', '.join(_STREAMS)}, got {stream!r}")
+    state = np.random.SeedSequence([check_seed(seed), _STREAMS[stream]]).generate_state(2, dtype=np.uint32)
     return torch.Generator(device="cpu").manual_seed(int(state[0]) << 32 | int(state[1]))
 
 

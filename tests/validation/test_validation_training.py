@@ -199,3 +199,17 @@ def test_a_torch_dtype_is_recorded_by_its_name() -> None:
     assert spec.dtype == "float32" and spec == SimSpec(d=20, alpha=1.0, init="semantic", device="cpu", dtype="float32")
     rec = run_simulation(spec)
     assert rec.dtype == "float32" and json.loads(json.dumps(rec.to_dict()))["dtype"] == "float32"
+
+
+def test_the_library_refuses_an_unknown_stream_a_negative_seed_and_a_missing_cuda(monkeypatch) -> None:
+    """generator(0, "foo") raised KeyError: 'foo', generator(-1, ...) numpy's 'expected non-negative integer', and
+    SimSpec(device="cuda") on a machine without CUDA torch's AssertionError, deep in the run."""
+    with pytest.raises(ValueError, match="stream must be one of"):
+        generator(0, "foo")
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        generator(-1, "test")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        resolve_device("cuda:0")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        run_simulation(SimSpec(d=20, alpha=1.0, init="semantic", device="cuda"))
