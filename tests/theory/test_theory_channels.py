@@ -79,3 +79,14 @@ def test_the_finite_d_simulation_refuses_a_loss_it_does_not_train() -> None:
     make_teacher(ModelParams(), 50, torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="square loss only"):
         make_teacher(ModelParams(loss="scaled_square"), 50, torch.Generator().manual_seed(0))
+
+
+def test_a_channel_is_given_as_itself_or_by_its_name() -> None:
+    """get_kernels(2, channel="foo") raised AttributeError: 'str' object has no attribute 'cache_tag'."""
+    from attnphase.theory.channels import default_channel, get_channel
+
+    assert type(default_channel("scaled_square")) is type(get_channel("scaled_square"))
+    with pytest.raises(ValueError, match="unknown loss 'foo'"):
+        default_channel("foo")
+    with pytest.raises(ValueError, match="channel must be a Channel, its registered name"):
+        default_channel(3)

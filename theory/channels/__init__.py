@@ -38,9 +38,15 @@ def get_channel(name: str) -> "Channel":
     return getattr(import_module(module), cls)()
 
 
-def default_channel(channel: "Channel | None" = None) -> "Channel":
-    """``channel``, or the default (square) loss's channel when None."""
-    return get_channel(DEFAULT) if channel is None else channel
+def default_channel(channel: "Channel | str | None" = None) -> "Channel":
+    """``channel``, the channel registered under that name (a str), or the default (square) loss's channel when
+    None; ValueError for anything that is none of these (no ``cache_tag``)."""
+    if channel is None or isinstance(channel, str):
+        return get_channel(DEFAULT if channel is None else channel)
+    if not hasattr(channel, "cache_tag"):  # what every channel has (theory/channels/base.py)
+        raise ValueError(f"channel must be a Channel, its registered name ({', '.join(REGISTRY)}) or None, got "
+                         f"{channel!r}")
+    return channel
 
 
 __all__ = ["DEFAULT", "REGISTRY", "channel_names", "default_channel", "get_channel"]
