@@ -79,6 +79,15 @@ class TrainConfig:
             raise ValueError(f"grow must be >= 1, got {self.grow}")
         if not 0 < self.armijo_c < 1:
             raise ValueError(f"armijo_c must lie in (0, 1), got {self.armijo_c}")
+        if not self.min_step < self.step0:
+            raise ValueError(f"min_step ({self.min_step}) must lie below step0 ({self.step0})")
+        if not self.adam_min_lr <= self.adam_lr:
+            raise ValueError(f"adam_min_lr ({self.adam_min_lr}) must not exceed adam_lr ({self.adam_lr})")
+        if isinstance(self.adam_patience, bool) or int(self.adam_patience) != self.adam_patience \
+                or self.adam_patience < 1:
+            raise ValueError(f"adam_patience must be an integer >= 1, got {self.adam_patience!r}")
+        if len(self.adam_betas) != 2 or not all(0 <= b < 1 for b in self.adam_betas):
+            raise ValueError(f"adam_betas must be two numbers in [0, 1), got {self.adam_betas!r}")
 
     def tolerance(self, dtype: torch.dtype) -> float:
         """The gradient tolerance actually used for ``dtype``."""

@@ -213,3 +213,12 @@ def test_the_library_refuses_an_unknown_stream_a_negative_seed_and_a_missing_cud
         resolve_device("cuda:0")
     with pytest.raises(ValueError, match="CUDA is not available"):
         run_simulation(SimSpec(d=20, alpha=1.0, init="semantic", device="cuda"))
+
+
+@pytest.mark.parametrize("kw, needle", [(dict(adam_betas=(1.5, 0.9)), "adam_betas"), (dict(min_step=10.0), "min_step"),
+                                        (dict(adam_min_lr=0.5), "adam_min_lr"), (dict(adam_patience=0), "adam_patience")])
+def test_train_config_refuses_settings_that_cannot_run(kw, needle) -> None:
+    """adam_betas (1.5, 0.9) was refused only at run time, by torch, without the option's name; min_step above step0,
+    adam_min_lr above adam_lr and adam_patience 0 were taken."""
+    with pytest.raises(ValueError, match=needle):
+        TrainConfig(**kw)
