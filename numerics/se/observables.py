@@ -85,6 +85,12 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
     3 of them."""
     if order is not None and (isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 2):
         raise ValueError(f"order must be an integer >= 2 (Gauss-Hermite nodes per dimension), got {order!r}")
+    if order is not None and quadrature is not None:
+        raise ValueError(f"order ({order}) is the Gauss-Hermite rule's and quadrature ({quadrature!r}) a Sobol rule: "
+                         "give one of them")
+    if quadrature is not None and not str(quadrature).startswith("sobol"):
+        raise ValueError(f"quadrature must be a Sobol rule (sobolK[:REPS:SEED]) for eps_lin, got {quadrature!r}; "
+                         "its Gauss-Hermite rule is order=N (r* = 1)")
     if quadrature is not None or order is not None:
         return _eps_lin_at(params, order, quadrature)
     n = _EPS_LIN_ORDER.get(params.L, 12)

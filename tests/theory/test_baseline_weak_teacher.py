@@ -126,3 +126,13 @@ def test_eps_lin_on_a_sobol_rule_agrees_with_gauss_hermite_at_teacher_rank_one()
     assert eps_lin(p, quadrature="sobol14") == pytest.approx(eps_lin(p), rel=3e-3)
     with pytest.raises(ValueError, match="give its quadrature"):
         eps_lin(p.replace(r_star=2))  # no tensor grid over L r* dimensions
+
+
+@pytest.mark.parametrize("kw, needle", [(dict(order=5, quadrature="sobol10:4"), "give one of them"),
+                                        (dict(quadrature="gh20"), "quadrature must be a Sobol rule"),
+                                        (dict(order=0), "order must be an integer >= 2")])
+def test_eps_lin_refuses_rules_it_would_not_use(kw, needle) -> None:
+    """eps_lin(p, order=5, quadrature="sobol10:4") ignored the order; quadrature="gh20" was refused as 'the rank-r
+    state evolution uses scrambled Sobol rules' at rank 1."""
+    with pytest.raises(ValueError, match=needle):
+        eps_lin(ModelParams(), **kw)
