@@ -34,8 +34,15 @@ class Teacher:
     def __post_init__(self) -> None:
         if self.Qstar.ndim == 1:
             object.__setattr__(self, "Qstar", self.Qstar.reshape(-1, 1))
-        if self.Qstar.ndim != 2 or self.Qstar.shape[0] != self.d:
-            raise ValueError(f"Qstar must have shape (d, r*) = ({self.d}, r*), got {tuple(self.Qstar.shape)}")
+        r_star = self.params.r_star
+        if self.Qstar.ndim != 2 or tuple(self.Qstar.shape) != (self.d, r_star):
+            raise ValueError(f"Qstar must have shape (d, r*) = ({self.d}, {r_star}), got {tuple(self.Qstar.shape)}")
+        if tuple(self.positions.shape) != (self.params.L, self.d):
+            raise ValueError(f"positions must have shape (L, d) = ({self.params.L}, {self.d}), got "
+                             f"{tuple(self.positions.shape)}")
+        if not (self.Qstar.is_floating_point() and self.positions.dtype == self.Qstar.dtype):
+            raise ValueError(f"Qstar and positions must share one floating dtype, got {self.Qstar.dtype} and "
+                             f"{self.positions.dtype}")
 
     @property
     def r_star(self) -> int:
@@ -115,6 +122,8 @@ def make_teacher(params: ModelParams, d: int, generator: torch.Generator, *, dev
     """
     if params.loss != "square":
         raise ValueError(f"the finite-d simulation trains the square loss only, got loss {params.loss!r}")
+    if dtype not in (torch.float64, torch.float32):  # as SimSpec's names them
+        raise ValueError(f"dtype must be torch.float64 or torch.float32, got {dtype!r}")
     d = check_dimension(d)
     r_star = params.r_star
     if r_star > d:

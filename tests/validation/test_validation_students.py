@@ -202,3 +202,16 @@ def test_test_errors_refuse_sizes_that_give_no_error_bar(kw, needle) -> None:
     Q = torch.zeros(20, 1, dtype=torch.float64)
     with pytest.raises(ValueError, match=needle):
         test_errors(Q, fit_linear(g), t, generator(0, "test"), **kw)
+
+
+def test_a_teacher_is_checked_against_its_model() -> None:
+    """Teacher(ModelParams(r_star=2), 10, positions, ones(10, 1)) and positions of 3 rows at L = 2 were taken;
+    make_teacher(dtype=torch.int64) gave an integer Q*, dtype="float32" failed deep in torch."""
+    p, t, _ = _setup(d=10, n=5)
+    with pytest.raises(ValueError, match=r"Qstar must have shape \(d, r\*\) = \(10, 2\)"):
+        Teacher(ModelParams(r_star=2), 10, t.positions, t.Qstar)
+    with pytest.raises(ValueError, match=r"positions must have shape \(L, d\) = \(2, 10\)"):
+        Teacher(p, 10, torch.zeros(3, 10, dtype=torch.float64), t.Qstar)
+    for dtype in (torch.int64, "float32"):
+        with pytest.raises(ValueError, match="dtype must be"):
+            make_teacher(p, 10, generator(0, "teacher"), dtype=dtype)
