@@ -56,7 +56,10 @@ def error_bars_note(config: SolverConfig, n_rules: int) -> str:
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
     """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
     the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules
-    ``config.variant(k)`` (module doc); None without either (also when ``config.error_bars`` is off)."""
+    ``config.variant(k)`` (module doc); None without either (also when ``config.error_bars`` is off).  ValueError
+    for an ``n_rules`` that is no integer >= 0."""
+    if isinstance(n_rules, bool) or not isinstance(n_rules, (int, np.integer)) or n_rules < 0:
+        raise ValueError(f"n_rules must be an integer >= 0, got {n_rules!r}")
     configs, blocks = replicate_configs(config, n_rules)
     if not configs:
         return None

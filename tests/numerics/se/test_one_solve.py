@@ -84,3 +84,14 @@ def test_the_library_tells_a_point_below_the_branchs_floor_as_the_command_does()
     assert not on_branch(fp, "semantic")
     assert fixed_point_error(fp, SolverConfig()).converged < 2
     assert on_branch(solve(ModelParams(omega=0.3), 2.0, "semantic"), "semantic")
+
+
+def test_fixed_point_error_refuses_a_negative_count_of_rules() -> None:
+    """fixed_point_error(fp, config, n_rules=-2) returned None, as for a point without error bars."""
+    from attnphase.numerics import fixed_point_error
+
+    cfg = SolverConfig(quadrature="sobol6:2", error_bars=False)
+    fp = solve(ModelParams(omega=0.3), 2.0, "semantic", config=cfg)
+    for bad in (-2, 1.5, True):
+        with pytest.raises(ValueError, match="n_rules must be an integer >= 0"):
+            fixed_point_error(fp, cfg, n_rules=bad)
