@@ -80,19 +80,19 @@ RANK2_RULE = "sobol10:4"
 #: (4x the nodes; below): 4^0.79 and 4^1.05, 4^0.92 over both.
 RANK2_RULE_EXPONENT = 0.9
 #: One census of the search: ``--only rank2`` (omega 0.3, the default grid: 4 censuses 188.9 CPU s, 93 solves at the
-#: grid's points and 57 off it 321.3, the rest 92.5 spread over the solves: 47.2 and 2.76 CPU s), scaled by 0.611
-#: (with RANK2_SOLVE_SECONDS) to 368 CPU s, the mean of ``/usr/bin/time attnphase phase-diagram --rank 2 --omega W
-#: --fresh`` on 2 idle cores at W = 0.1 and 0.3: 371 and 366 CPU s (188 and 185 s wall; the notes' ``work:`` lines:
-#: 4 censuses 163 and 158 CPU s, 126 and 103 solves 194 and 192, block re-solves 12 and 13): each omega within 1 %.
-RANK2_CENSUS_SECONDS = 28.8
+#: grid's points and 57 off it 321.3, the rest 92.5 spread over the solves: 47.2 and 2.76 CPU s), scaled by 0.551
+#: (with RANK2_SOLVE_SECONDS) to 332 CPU s, the mean of ``/usr/bin/time attnphase phase-diagram --rank 2 --omega W
+#: --fresh`` on 2 idle cores at W = 0.1 and 0.3: 310 and 354 CPU s (157 and 180 s wall; the notes' ``work:`` lines:
+#: 4 censuses 145 and 144 CPU s, 111 and 119 solves 155 and 199, block re-solves 8 and 9): each omega within 7 %.
+RANK2_CENSUS_SECONDS = 26.0
 #: The ``census --rank 2`` command (its census, every point's error bars and stability, the outputs):
 #: ``census --rank 2 --teacher-rank 1 --omega 0.1 --alpha A`` under ``/usr/bin/time`` at A = 0.6, 0.7, 0.8, 0.9
-#: on 2 idle cores: 72, 86, 60 and 67 CPU s, their mean.
-RANK2_CENSUS_COMMAND_SECONDS = 71.0
-#: One solve along a branch: the same fit, 2.76 CPU s, scaled by 0.611.
-RANK2_SOLVE_SECONDS = 1.69
+#: on 2 idle cores: 64, 73, 57 and 66 CPU s, their mean.
+RANK2_CENSUS_COMMAND_SECONDS = 65.0
+#: One solve along a branch: the same fit, 2.76 CPU s, scaled by 0.551.
+RANK2_SOLVE_SECONDS = 1.52
 #: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
-#: same command took 188 s wall for its 371 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
+#: same command took 157 s wall for its 310 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
 RANK2_CORE_USE = 0.97
 #: Solves at the grid's points per grid point (the branches the search finds): the same fit, 93 at its 12 points.
 RANK2_SOLVES_PER_ALPHA = 7.75

@@ -91,7 +91,7 @@ def _newton_blocks(k: Any, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: n
 
 def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
                 hstar: np.ndarray | None = None, *, candidates: Candidates | None = None, full_search: bool = True,
-                backend: str = "auto") -> tuple[ProxResult, Candidates]:
+                frozen: bool = False, backend: str = "auto") -> tuple[ProxResult, Candidates]:
     """Global minimiser of P(h) at every node: Newton from every start, lowest converged value wins, the first
     start on ties.
 
@@ -99,7 +99,8 @@ def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma
     ``hstar`` (N, L, r*); T (N, L, L), sigma2 (L,).  With ``full_search`` the starts are
     :func:`~attnphase.numerics.prox.starts.starting_points` (at r = 1 then, at nodes with a large field,
     :func:`~attnphase.numerics.prox.starts.axis_starts`, then the refinement pass; on matrix fields the
-    ``candidates`` too, run first); without it only the ``candidates`` are polished (on matrix fields from w too).
+    ``candidates`` too, run first); without it only the ``candidates`` are polished (on matrix fields from w too,
+    unless ``frozen``: then every node stays in the basin of its candidate, as at r = 1).
 
     Returns the result and the candidates of the next calls: after a full search every distinct minimum per node at
     r = 1, the winner of each node on matrix fields; a polish returns the candidates it was given.  A node none of
@@ -107,7 +108,7 @@ def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma
     check_fields(kernels, w)
     if w.ndim == 3:
         return _global_prox_blocks(kernels, w, V, T, sigma2, hstar, candidates, full_search,
-                                   matrix_backend(backend, kernels))
+                                   matrix_backend(backend, kernels), frozen)
     resolved = resolve_backend(backend, kernels)
     N, L = w.shape
     if not full_search and candidates is not None:
@@ -178,16 +179,17 @@ def _global_prox_compiled(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndar
 
 def _global_prox_blocks(
     kernels: Any, w: np.ndarray, V0: np.ndarray, T: np.ndarray, sigma2: np.ndarray, hstar: np.ndarray | None,
-    candidates: Candidates | None, full_search: bool, backend: str,
+    candidates: Candidates | None, full_search: bool, backend: str, frozen: bool = False,
 ) -> tuple[ProxResult, Candidates]:
     """:func:`global_prox` on matrix fields w (N, L, r) on a resolved backend: every start run in blocks of one
-    per node (the compiled search: a node's starts in one loop, the minima handed in first)."""
+    per node (the compiled search: a node's starts in one loop, the minima handed in first); a polish runs from
+    the candidates and w, or (``frozen``) from the candidates alone."""
     N = w.shape[0]
     if candidates is not None and not np.array_equal(candidates.node, np.arange(N)):
         raise ValueError("on matrix fields the candidates are one minimiser per node, in node order")
     polish = candidates is not None and not full_search
     if polish:
-        starts, known = [candidates.h, w], 1
+        starts, known = ([candidates.h] if frozen else [candidates.h, w]), 1
     else:
         base = starting_points(w, T, hstar=hstar)
         starts, known = base + ([] if candidates is None else [candidates.h]), len(base)

@@ -33,7 +33,7 @@ from attnphase.theory.softmax import target as matrix_target
 class ChannelMoments:
     """Quadrature estimates at one state: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T]
     (shape (L,) in the scalar form), E[M], eps_g (NaN from a polish), the failed proximal solves, the minima a
-    next evaluation polishes, and E[loss(h_hat, T(h*))] (matrix form; else NaN)."""
+    next evaluation polishes, and E[loss(h_hat, T(h*))] (matrix form, NaN from a polish; else NaN)."""
 
     E_g: np.ndarray
     E_ggT: np.ndarray
@@ -55,14 +55,16 @@ def channel_moments(
     candidates: Candidates | None = None,
     full_search: bool = True,
     target: np.ndarray | None = None,
+    frozen: bool = False,
 ) -> ChannelMoments:
     """All channel expectations at overlaps ``ov`` with one batched proximal solve (``config.prox`` on
-    ``config.backend``; ``candidates``/``full_search`` as for :func:`attnphase.numerics.prox.global_prox.global_prox`).
+    ``config.backend``; ``candidates``/``full_search``/``frozen`` as for
+    :func:`attnphase.numerics.prox.global_prox.global_prox`).
     ``target``: T(h*) at the rule's nodes if the caller has it (at th0 = 0 it does not depend on the state).
     """
     cfg = config or SolverConfig()
     if ov.is_matrix:
-        return _matrix_moments(kernels, params, ov, rule, cfg, candidates, full_search)
+        return _matrix_moments(kernels, params, ov, rule, cfg, candidates, full_search, frozen)
     xi, eta = rule.nodes[:, :params.L], rule.nodes[:, params.L:]
     w, V, res, candidates, T = _node_prox(kernels, params, ov, rule, cfg, candidates, full_search, target)
     g = (res.h - w) / V
@@ -82,7 +84,7 @@ def channel_moments(
 
 
 def _matrix_moments(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, cfg: SolverConfig,
-                    previous: np.ndarray | None, full_search: bool) -> ChannelMoments:
+                    previous: np.ndarray | None, full_search: bool, frozen: bool = False) -> ChannelMoments:
     """:func:`channel_moments` of the matrix form: one proximal solve over the rule's nodes, global or (``config.prox``
     ``"aligned"``) :func:`~attnphase.numerics.prox.local_prox.aligned_prox` (the backend ``config.backend``;
     ``"torch"`` runs on ``"auto"``: there is no torch rank-r descent)."""
@@ -97,20 +99,21 @@ def _matrix_moments(kernels: Any, params: ModelParams, ov: Overlaps, rule: Quadr
     else:
         candidates = None if previous is None else Candidates(np.arange(previous.shape[0]), previous)
         res, _ = global_prox(kernels, w, ov.V0, T, s2, hstar, candidates=candidates,
-                             full_search=full_search or previous is None, backend=backend)
+                             full_search=full_search or previous is None, frozen=frozen, backend=backend)
     Vinv = np.linalg.inv(ov.V0)
     g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
     wt = rule.weights
+    exact = full_search or previous is None  # a polish is not a function of the state alone: no eps_g, E_loss
     return ChannelMoments(
         E_g=np.einsum("n,nla->la", wt, g),
         E_ggT=np.einsum("n,nla,nlb->lab", wt, g, g),
         E_gxi=np.einsum("n,nla,nlb->lab", wt, g, xi),
         E_geta=np.einsum("n,nla,nlb->lab", wt, g, eta),
         E_M=float(wt @ res.value),
-        eps_g=float(wt @ kernels.loss(w, T, s2)),
+        eps_g=float(wt @ kernels.loss(w, T, s2)) if exact else math.nan,
         prox_failures=int((~res.converged).sum()),
         candidates=res.h,
-        E_loss=float(wt @ kernels.loss(res.h, T, s2)),
+        E_loss=float(wt @ kernels.loss(res.h, T, s2)) if exact else math.nan,
     )
 
 

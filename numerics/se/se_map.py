@@ -252,7 +252,7 @@ class SEMap:
         at = ov.isotropic_zero() if ov.zero_student else ov  # Q = 0: q0's directions are round-off
         try:
             mom = channel_moments(self.kernels, self.params, at, self.rule, config=self.cfg,
-                                  candidates=self.candidates, full_search=full)
+                                  candidates=self.candidates, full_search=full, frozen=self.frozen)
             self._searched(full, mom)
             hat = update_hat(self.params, alpha, at, mom, self.branch)
             new = update(self.params, hat)
@@ -315,7 +315,8 @@ class SEMap:
 
     @contextmanager
     def polishing(self) -> Iterator[None]:
-        """Within it every inexact evaluation polishes the last full search's minima, none counting towards the next."""
+        """Within it every inexact evaluation polishes the last full search's minima, none counting towards the next
+        (on matrix fields from those minima alone, no start from w: every node stays in its basin)."""
         before, self.frozen = self.frozen, True
         try:
             yield
