@@ -9,7 +9,8 @@ accepted step); ``"adam"``, ``torch.optim.Adam`` with its rate halved after ``ad
 improvement, a cross-check (its momentum can carry it into another basin: compare endpoints, not paths).
 Stopping: ``|grad_Q R|_F / sqrt(d)`` (the gradient of ``e_t = R / d`` in ``u = Q / sqrt(d)``) ``<= grad_tol``
 (``status = "converged"``, the only status that sets ``converged``), else the budget ``max_steps`` runs out
-(``"budget"``) or the line search finds no decrease (``"stalled"``).
+(``"budget"``), the line search finds no decrease (``"stalled"``) or the risk or its gradient is not finite (NaN or
+inf, ``"diverged"``: an extreme model value; the run stops at the last finite Q).
 """
 
 from __future__ import annotations
@@ -169,6 +170,9 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
     while True:
         gn2 = float((G * G).sum())
         gnorm = math.sqrt(gn2 / d)
+        if not (math.isfinite(R) and math.isfinite(gn2)):
+            status = "diverged"
+            break
         if gnorm <= tol or steps >= cfg.max_steps:
             break
         hG = fields(G, g.X, g.positions).to(torch.float64)
@@ -206,6 +210,8 @@ def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: floa
         R_t.backward()
         R = float(R_t.detach())
         gnorm = math.sqrt(float((Q.grad * Q.grad).sum()) / d)
+        if not (math.isfinite(R) and math.isfinite(gnorm)):
+            break
         if gnorm <= tol or steps >= cfg.max_steps:
             break
         if R < best:
@@ -218,7 +224,7 @@ def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: floa
                 since = 0
         opt.step()
         steps += 1
-    status = "converged" if gnorm <= tol else "budget"
+    status = "converged" if gnorm <= tol else "budget" if math.isfinite(R) and math.isfinite(gnorm) else "diverged"
     return TrainResult(Q.detach(), steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
 
 

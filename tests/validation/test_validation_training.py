@@ -222,3 +222,17 @@ def test_train_config_refuses_settings_that_cannot_run(kw, needle) -> None:
     adam_min_lr above adam_lr and adam_patience 0 were taken."""
     with pytest.raises(ValueError, match=needle):
         TrainConfig(**kw)
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "adam"])
+def test_a_risk_that_is_not_finite_stops_training_as_diverged(optimizer) -> None:
+    """simulate --sigma 1e300: the risk and its gradient are NaN from the start; gradient descent called that
+    'stalled' (the line search found no decrease) and Adam ran its whole budget of NaN steps (61 s), then the
+    observables' SVD raised LinAlgError.  Both stop at once, status 'diverged', the start kept."""
+    p = ModelParams(sigma=(1e300, 1e300))
+    t = make_teacher(p, 30, generator(0, "teacher"))
+    g = prepare(t, sample(t, 30, generator(0, "train")))
+    Q0 = initial_Q("random", t, 1, generator(0, "init"))
+    res = train(Q0, g, p.lam, TrainConfig(optimizer=optimizer, max_steps=50))
+    assert res.status == "diverged" and not res.converged and res.steps == 0
+    assert bool(torch.isfinite(res.Q).all()) and torch.equal(res.Q, Q0)

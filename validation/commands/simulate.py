@@ -190,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     # without --json the JSON's keys as lines (every field, 16 digits, eps_g apart from its standard error)
     print(json.dumps(outputs.json_value(out)) if args.json else "\n".join(record_lines(out)))
     if not res.converged:
-        why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"
+        why = {"budget": "the step budget --max-steps ran out", "stalled": "the line search found no decrease",
+               "diverged": "the risk or its gradient is not finite: an extreme model value?"}.get(res.status, res.status)
         print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "
               f"{res.grad_norm:.2e} after {res.steps} steps, tolerance {res.grad_tol:.1e}; \"converged\": false)",
               file=sys.stderr)
