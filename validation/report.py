@@ -84,7 +84,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
               f"Agreement rule: |mean - theory| <= 2 sd/sqrt(n_runs) + {REL_TOL:.0%} |theory| (sd: the standard "
               "deviation over the seeds, summary.json's sd_<obs>), theory = global prox, "
               "and every run of the row reached the gradient tolerance (a row with a run stopped by its step "
-              "budget or stalled never counts as agreement).",
+              "budget, stalled or diverged never counts as agreement).",
               "", "| | alpha | simulation | theory |", "|---|---|---|---|"]
     for init, observables in _COMPARED.items():
         top = hl.get(f"{init}_at_alpha_max")
