@@ -9,7 +9,7 @@ from typing import Any
 
 from attnphase.theory.params import ModelParams
 
-from .experiments import SimSpec
+from .experiments import SimSpec, resolve_dtype
 from .reference import TheorySettings
 from .training import INITS, TrainConfig
 
@@ -73,7 +73,9 @@ class ValidationPlan:
                        device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"params": self.params.to_dict()}
+        """The plan as JSON, its training's ``grad_tol`` the tolerance the runs use (the dtype's default where unset)."""
+        return asdict(self) | {"params": self.params.to_dict(),
+                               "train": asdict(self.train.for_dtype(resolve_dtype(self.dtype)))}
 
 
 def validation_plan(quick: bool = False, d: int | None = None, seeds: int | None = None,

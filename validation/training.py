@@ -94,6 +94,10 @@ class TrainConfig:
         """The gradient tolerance actually used for ``dtype``."""
         return float(self.grad_tol) if self.grad_tol is not None else GRAD_TOL.get(dtype, GRAD_TOL[torch.float32])
 
+    def for_dtype(self, dtype: torch.dtype) -> "TrainConfig":
+        """This config with ``grad_tol`` the tolerance used for ``dtype`` (what a plan records)."""
+        return replace(self, grad_tol=self.tolerance(dtype))
+
 
 @dataclass(frozen=True)
 class TrainResult:

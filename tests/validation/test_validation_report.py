@@ -594,3 +594,15 @@ def test_an_aligned_point_the_rule_misses_is_solved_again_on_the_finer_rule(monk
     assert out[1] == records[1] and "rule" not in out[1]  # a converged point is kept as it is
     assert out[0]["converged"] and out[0]["branch"] == "semantic" and out[0]["rule"] == "sobol9:4"
     assert out[0]["alpha"] == 0.9 and abs(out[0]["theta"] - records[0]["theta"]) < 0.02
+
+
+def test_the_plan_records_the_gradient_tolerance_its_runs_use() -> None:
+    """summary.json's plan.train.grad_tol was null where the runs used the dtype's default 3e-7 (each run recorded it)."""
+    from attnphase.validation.training import GRAD_TOL, TrainConfig
+
+    assert validation_plan(quick=True).to_dict()["train"]["grad_tol"] == GRAD_TOL[torch.float64]
+    assert validation_plan(quick=True, dtype="float32").to_dict()["train"]["grad_tol"] == GRAD_TOL[torch.float32]
+    assert validation_plan(quick=True, train=TrainConfig(grad_tol=1e-6)).to_dict()["train"]["grad_tol"] == 1e-6
+    from attnphase.validation.general_cases import GeneralPlan
+
+    assert GeneralPlan(quick=True, d=20, seeds=(0,)).to_dict()["train"]["grad_tol"] == GRAD_TOL[torch.float64]
