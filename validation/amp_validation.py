@@ -22,6 +22,7 @@ from attnphase.theory.params import ModelParams
 from .agreement import mean_std
 from .amp import AmpConfig
 from .amp_run import AmpSpec, run_amp
+from .data import n_samples
 from .finite_size import chosen_fit
 
 #: Standard errors within which AMP agrees with the state evolution.
@@ -92,7 +93,7 @@ def amp_run_seconds(plan: AmpPlan) -> list[float]:
         its = AMP_MEAN_ITERATIONS_ABOVE if alpha > 1.0 / L else AMP_MEAN_ITERATIONS_INSIDE
         its = min(its, plan.amp.max_iter)
         for d in plan.ds_at(alpha):
-            entries = round(alpha * d) * L * d
+            entries = n_samples(alpha, d) * L * d
             out += [AMP_SECONDS_PER_ENTRY_ITERATION * entries * (its + AMP_SETUP_ITERATIONS)] * len(plan.seeds)
     return out
 

@@ -165,11 +165,12 @@ def sample(teacher: Teacher, n: int, generator: torch.Generator) -> Dataset:
 
 
 def n_samples(alpha: float, d: int) -> int:
-    """Number of training samples ``n = round(alpha d)``; validates ``alpha > 0`` and ``n >= 1`` (an ``alpha d``
-    below 1/2 has no sample: a ValueError, never a silent n = 1)."""
+    """Number of training samples ``n = round(alpha d)``, halves rounded up (``floor(alpha d + 1/2)``: 12.5 gives 13,
+    as 13.5 gives 14); validates ``alpha > 0`` and ``n >= 1`` (an ``alpha d`` below 1/2 has no sample: a ValueError,
+    never a silent n = 1)."""
     if isinstance(alpha, bool) or not math.isfinite(float(alpha)) or alpha <= 0:
         raise ValueError(f"alpha (sample complexity n/d) must be a finite number > 0, got {alpha!r}")
-    n = int(round(float(alpha) * check_dimension(d)))
+    n = math.floor(float(alpha) * check_dimension(d) + 0.5)
     if n < 1:
         raise ValueError(f"alpha d = {float(alpha) * d:.3g} (alpha = {alpha}, d = {d}): n = round(alpha d) = 0 "
                          f"training samples; raise alpha or d")

@@ -236,3 +236,12 @@ def test_a_risk_that_is_not_finite_stops_training_as_diverged(optimizer) -> None
     res = train(Q0, g, p.lam, TrainConfig(optimizer=optimizer, max_steps=50))
     assert res.status == "diverged" and not res.converged and res.steps == 0
     assert bool(torch.isfinite(res.Q).all()) and torch.equal(res.Q, Q0)
+
+
+def test_the_number_of_samples_rounds_halves_up() -> None:
+    """n = round(alpha d) rounded halves to even: alpha d = 12.5 gave 12 samples where 13.5 gave 14, and 0.5 none."""
+    from attnphase.validation.data import n_samples
+
+    assert [n_samples(0.5, 25), n_samples(0.5, 27), n_samples(0.25, 2), n_samples(0.8, 1000)] == [13, 14, 1, 800]
+    with pytest.raises(ValueError, match="0 training samples"):
+        n_samples(0.2, 2)
