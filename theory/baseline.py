@@ -63,6 +63,8 @@ def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: 
         if x.shape[-2:] != (L, L):
             raise ValueError(f"{name} must have trailing shape (L, L) with L = {L}, got {x.shape}")
     omega = np.asarray(omega, float)
+    if not np.all((omega >= 0) & (omega <= 1)):
+        raise ValueError(f"omega (the positional weight of the target) must lie in [0, 1], got {omega!r}")
     (val,) = generated_functions("baseline", L, _specs)["eps_lin"](Es, Es2, sigma2, omega)
     shape = np.broadcast_shapes(Es.shape[:-2], Es2.shape[:-2], sigma2.shape[:-1], omega.shape)
     out = np.broadcast_to(np.asarray(val, dtype=float), shape).copy()

@@ -141,7 +141,10 @@ def make_teacher(params: ModelParams, d: int, generator: torch.Generator, *, dev
 
 
 def target_attention(hstar: torch.Tensor, omega: float, A: torch.Tensor) -> torch.Tensor:
-    """``T(h*)[l, k] = (1 - omega) softmax_k(h*_l . h*_k) + omega A[l, k]``; ``hstar`` is ``(..., L, r*)``."""
+    """``T(h*)[l, k] = (1 - omega) softmax_k(h*_l . h*_k) + omega A[l, k]``; ``hstar`` is ``(..., L, r*)``,
+    omega in [0, 1]."""
+    if isinstance(omega, bool) or not 0.0 <= float(omega) <= 1.0:
+        raise ValueError(f"omega (the positional weight of the target) must lie in [0, 1], got {omega!r}")
     scores = hstar @ hstar.transpose(-1, -2)
     return (1.0 - omega) * torch.softmax(scores, dim=-1) + omega * A
 

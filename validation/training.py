@@ -120,6 +120,8 @@ def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, r
     of ``Q*``; ``"positional"`` first column ``sqrt(rho0 d) p_1 / |p_1|`` (``q = rho0``, as the semantic start);
     ``"random"`` ``N(0, random_scale^2)`` entries, as the other columns of every start."""
     check_choice("init", init, INITS)
+    if isinstance(r, bool) or int(r) != r or r < 1:
+        raise ValueError(f"r (the student's rank) must be an integer >= 1, got {r!r}")
     d = teacher.d
     noise = random_scale * torch.randn((d, r), generator=generator, device=generator.device, dtype=torch.float64)
     Q = noise.to(device=teacher.device, dtype=teacher.dtype)

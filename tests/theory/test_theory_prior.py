@@ -125,3 +125,24 @@ def test_ridge_update_is_its_sympy_statement_at_rank_1(L: int) -> None:
     assert th0 == pytest.approx(num(ex["th0"]), rel=1e-13, abs=1e-15)
     np.testing.assert_allclose(m, [num(e) for e in ex["m"]], rtol=1e-13, atol=1e-15)
     assert prior.free_entropy_term(hats) == pytest.approx(num(ex["N"] / (2 * ex["Lam"])), rel=1e-14)
+
+
+@pytest.mark.parametrize(("kw", "needle"), [({"lam": -1.0}, "lam"), ({"lam": float("nan")}, "lam"),
+                                            ({"rho0": 0.0}, "rho0"), ({"rho0": float("inf")}, "rho0")])
+def test_the_ridge_prior_refuses_a_negative_penalty_and_a_teacher_norm_that_is_not_positive(kw, needle) -> None:
+    """RidgePrior(lam=-1, ..., rho0=0) was built without a word (its free entropy then meaningless)."""
+    from attnphase.theory.priors.ridge import RidgePrior
+
+    args = {"lam": 0.01, "P": np.eye(2), "sigma2": np.full(2, 0.25), "rho0": 1.0} | kw
+    with pytest.raises(ValueError, match=needle):
+        RidgePrior(**args)
+
+
+def test_eps_lin_from_moments_refuses_an_omega_outside_0_1() -> None:
+    """eps_lin_from_moments(omega=2) returned a number (inconsistent moments even gave a negative eps_lin)."""
+    from attnphase.theory.baseline import eps_lin_from_moments
+
+    Es, Es2 = np.full((2, 2), 0.5), np.full((2, 2), 0.3)
+    assert eps_lin_from_moments(Es, Es2, np.full(2, 0.25), 1.0) == 0.0
+    with pytest.raises(ValueError, match="omega"):
+        eps_lin_from_moments(Es, Es2, np.full(2, 0.25), 2.0)

@@ -245,3 +245,17 @@ def test_the_number_of_samples_rounds_halves_up() -> None:
     assert [n_samples(0.5, 25), n_samples(0.5, 27), n_samples(0.25, 2), n_samples(0.8, 1000)] == [13, 14, 1, 800]
     with pytest.raises(ValueError, match="0 training samples"):
         n_samples(0.2, 2)
+
+
+def test_the_library_refuses_a_student_rank_below_1_and_an_omega_outside_0_1() -> None:
+    """initial_Q(r=0) returned a (d, 0) student; target_attention(omega=1.5) a target with negative weights."""
+    from attnphase.validation.data import target_attention
+
+    p, t, g = _problem()
+    with pytest.raises(ValueError, match="rank"):
+        initial_Q("random", t, 0, generator(0, "init"))
+    hs = torch.zeros((3, 2, 1), dtype=torch.float64)
+    A = torch.tensor(p.A_array)
+    assert torch.allclose(target_attention(hs, 1.0, A), A.expand(3, 2, 2))
+    with pytest.raises(ValueError, match="omega"):
+        target_attention(hs, 1.5, A)

@@ -38,6 +38,10 @@ class RidgePrior:
     def __post_init__(self) -> None:
         for name, cast in (("lam", float), ("rho0", float), ("sigma2", _readonly), ("P", _readonly)):
             object.__setattr__(self, name, cast(getattr(self, name)))
+        if not (np.isfinite(self.lam) and self.lam >= 0):
+            raise ValueError(f"lam (the ridge penalty) must be a finite number >= 0, got {self.lam!r}")
+        if not (np.isfinite(self.rho0) and self.rho0 > 0):
+            raise ValueError(f"rho0 (the teacher's norm) must be a finite number > 0, got {self.rho0!r}")
         L = self.sigma2.shape[0] if self.sigma2.ndim == 1 else -1
         if L < 1:
             raise ValueError(f"sigma2 must be a vector of per-token variances, got shape {self.sigma2.shape}")
