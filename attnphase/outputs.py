@@ -193,14 +193,17 @@ def remove_stale_staging(folder: Path) -> None:
 
 @contextlib.contextmanager
 def staged_output(out: Path, job: str | None = None, model: dict[str, Any] | None = None):
-    """Yield a hidden staging folder in ``out``'s nearest existing ancestor; on success its files move into ``out``
-    (created if missing), on any failure or interrupt it is removed. ``job``, ``model``: the files an earlier
+    """Yield a hidden staging folder in ``out``'s nearest existing ancestor (the stale ones of dead processes removed
+    there and in ``out``'s parent); on success its files move into ``out`` (created if missing), on any failure or
+    interrupt it is removed. ``job``, ``model``: the files an earlier
     ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`)."""
     from attnphase.interrupts import deferred
     from attnphase.job_record import replace_job
 
     base = _nearest_existing(out)
-    remove_stale_staging(base)
+    # a run that died before ``out`` existed staged in its parent: cleaned too once ``out`` is there
+    for folder in dict.fromkeys((base, out.absolute().parent)):
+        remove_stale_staging(folder)
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".attnphase-stage-{_owner_tag()}-", dir=base))
     except OSError as exc:

@@ -260,6 +260,19 @@ def test_staging_folders_of_dead_processes_are_removed_at_the_next_run(tmp_path)
     assert os.listdir(tmp_path / "out") == ["one.csv"]
 
 
+def test_a_dead_runs_staging_folder_beside_an_existing_out_is_removed(tmp_path):
+    """A run killed before DIR existed staged in DIR's parent; a later run into the existing DIR staged inside DIR and
+    left the dead one beside it for good."""
+    host = outputs._owner_tag().rsplit("-", 1)[0]
+    (tmp_path / "out").mkdir()
+    dead = tmp_path / f".attnphase-stage-{host}-{_dead_pid()}-abc123"
+    dead.mkdir()
+    with outputs.staged_output(tmp_path / "out") as stage:
+        (stage / "one.csv").write_text("1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert os.listdir(tmp_path / "out") == ["one.csv"]
+
+
 # --- a scheduler without workers ---------------------------------------------------------------------
 
 @pytest.fixture
