@@ -99,27 +99,37 @@ def several_branches(res) -> bool:
 BEYOND_END_FRACTION = 0.5
 
 
+def _gone_on(res, branch: str) -> tuple[list, Any, str]:
+    """At r = r* = 1: (the points on ``branch`` past the end located whose order parameter is at least
+    :data:`BEYOND_END_FRACTION` of the one at the branch's point nearest the end, that point, the order parameter's
+    record key); ([], None, "") where there are none."""
+    from attnphase.numerics.phase.branch_end import on_branch
+
+    key = {"semantic": "theta", "positional": "m"}.get(branch)
+    on = [p for p in res.points if on_branch(p, branch)]
+    if key is None or not math.isfinite(res.end.alpha) or any(p.is_matrix for p in on):
+        return [], None, ""
+    inside = [p for p in on if not res.past_end(p.alpha)]
+    if not inside or not any(res.past_end(p.alpha) for p in on):
+        return [], None, ""
+    nearest = min(inside, key=lambda p: abs(p.alpha - res.end.alpha))
+    size = {id(p): abs(float(p.record[key])) for p in on}
+    gone = [p for p in on if res.past_end(p.alpha) and size[id(p)] >= BEYOND_END_FRACTION * size[id(nearest)]]
+    return gone, nearest, key
+
+
 def beyond_end_note(res) -> str:
     """At r = r* = 1, the rows on the branch past the end located, with an order parameter (|theta| semantic, |m|
     positional, as the rows give them) at least :data:`BEYOND_END_FRACTION` of the one at the branch's point nearest
     the end, said ("" where there are none): the branch goes on there, so the end is not where it ends (``sweep
     --branch positional --omega 0.23 --alpha 1.5:2.5:11``: m 0.213 and 0.212 at 2.1 and 2.2, past the eigenvalue's
     end 1.9435).  Where the end carries a note (its check found such points to be the solve rule's), that note."""
-    key = {"semantic": "theta", "positional": "m"}.get(res.branch)
-    on = res.on_branch()
-    if key is None or not on or not math.isfinite(res.end.alpha) or np.ndim(on[0].overlaps.m) > 1:
+    gone_on, nearest, key = _gone_on(res, res.branch)
+    if not gone_on:
         return ""
-    inside = [p for p in on if not res.past_end(p.alpha)]
-    if not inside:
-        return ""
-    nearest = min(inside, key=lambda p: abs(p.alpha - res.end.alpha))
 
     def size(p: Any) -> float:
         return abs(float(p.record[key]))
-
-    gone_on = [p for p in on if res.past_end(p.alpha) and size(p) >= BEYOND_END_FRACTION * size(nearest)]
-    if not gone_on:
-        return ""
     rows = ", ".join(f"{p.alpha:g} ({key} {size(p):.3g})" for p in gone_on)
     past = f"past the end located ({res.end.alpha:.4g}, by {res.end.method}) at alpha = {rows}"
     if res.end.note:  # the end's own check says what those points are
@@ -170,6 +180,8 @@ def row_reasons(res, branch: str) -> list[str]:
     born = res.birth.alpha  # NaN where no birth was located: a row below it says the birth instead of the end
     birth = f"the branch is born at alpha = {born:.4g} ({res.birth.kind} from the agnostic point) and exists above it"
     none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
+    gone_on = [] if res.end.note else _gone_on(res, branch)[0]  # an end whose check found them the rule's: as located
+    outlasted = ", ".join(f"{p.alpha:.4g}" for p in gone_on)
 
     def elsewhere(i: int) -> str:
         """What a cold solve of the label found at point i (at r >= 2 or r* >= 2)."""
@@ -193,6 +205,10 @@ def row_reasons(res, branch: str) -> list[str]:
             if ends and not res.past_end(fp.alpha) and not fp.alpha < born:  # on the side where the branch exists
                 return f"{SOLVER_FAILURE}: {got}; {where}, here too" + elsewhere(i)
             return f"{none}: {got}" + (f"; {where_here}" if where_here else "") + elsewhere(i)
+        if res.past_end(fp.alpha) and outlasted:  # the branch was found on past its end: no absence shown here
+            return (f"not converged: the branch goes on past the end located at alpha = {end:.4g} (on the branch at "
+                    f"{outlasted}), so it ends further, at a fold not located; residual {fp.status.residual:.2e}: "
+                    f"no overlaps{elsewhere(i)}")
         if res.past_end(fp.alpha) and res.end.kind != "solver failure":
             return f"{none} ({where}); the solve did not converge, no overlaps{elsewhere(i)}"
         if res.past_end(fp.alpha):  # past an end where the solves began to fail: a failure, not an absence
@@ -307,7 +323,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             res = o.value
             lin = teacher_eps_lin(params.replace(omega=w), cfg) if suffix else math.nan  # the rank-r* teacher's
             rows, as_lists, reasons = _sweep_rows(res, args.branch, columns, lin)
-            cells.append((float(w), res, "done", o.error, rows))
+            cells.append((float(w), res, o.status, o.error, rows))  # "done", or "stored" where read back
             listed += as_lists
             outputs.write_text_atomic(stage / path.name, csv_text(rows, columns))
             on = sum(not why for why in reasons)
@@ -341,7 +357,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 "birth": {"alpha": res.birth.alpha, "err": res.birth.err, "kind": res.birth.kind,
                           "method": res.birth.method, "note": res.birth_note} if res.birth_note else None,
                 "on_branch": on, "not_converged": failed - missed, "solver_failure": missed,
-                "off_branch": len(rows) - on - failed, "rows": rows,
+                "off_branch": len(rows) - on - failed,
+                "rows": [row | {"branch": row["branch"] or None} for row in rows],  # null where not converged
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed - missed} not converged"] if failed - missed else []
             notes += [f"{missed} solver failure where the branch exists (see the reason column)"] if missed else []
@@ -375,7 +392,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     print(f"wrote {out_dir / record} and {dataset} (the run's model, solver, ends and rows; the dataset)",
           file=sys.stderr)
     error_note(said)
-    if jump_rows := [fp for _, res, status, _, _ in cells if status == "done" for fp in res.points
+    if jump_rows := [fp for _, res, status, _, _ in cells if res is not None for fp in res.points
                      if fp.status.converged and math.isfinite(fp.status.jump)]:
         print("attnphase: note: converged to the rule's jump scale (the residual above tol, the map jumping by more "
               "next to the point, as `attnphase solve` accepts it): alpha = "

@@ -913,6 +913,33 @@ def test_a_sweep_row_past_an_end_located_by_solver_failure_is_a_failure_not_an_a
             past.startswith("not converged: past alpha = 1.835, where this branch's solves begin to fail"), past
 
 
+def test_a_sweep_row_past_an_end_the_branch_outlasts_is_a_failure_not_an_absence(monkeypatch):
+    """``sweep --omega 0.2 --alpha 0.1:3:8 --branch positional --precision fast``: the eigenvalue put the end at 1.765,
+    the row at 2.171 was on the branch (m 0.163, and a note said the branch goes on past the end), and the rows at
+    2.586 and 3 that did not converge said "no positional fixed point here", counted off the branch -- while ``solve
+    --alpha 2.585714285714286 --omega 0.2 --branch positional --precision fast`` converges there (m 0.144)."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.phase import branch_end
+    from attnphase.numerics.phase.continuation import NO_END
+
+    monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.status.converged)
+    ok = SimpleNamespace(converged=True, message="converged", residual=1e-12)
+    bad = SimpleNamespace(converged=False, message="not converged", residual=7e-4)
+    points = [SimpleNamespace(alpha=a, branch=b, is_matrix=False, status=st, record={"m": m},
+                              overlaps=SimpleNamespace(m=[m, -m]))
+              for a, b, st, m in ((1.757, "positional", ok, 0.191), (2.171, "positional", ok, 0.163),
+                                  (2.586, None, bad, float("nan")))]
+    for m_past, absent in ((0.163, False), (0.01, True)):  # a point of the branch past the end; the rule's noise
+        points[1].record["m"] = m_past
+        res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.765, "bifurcation", "eigenvalue"),
+                              end_side="below", others=(), birth=NO_END, past_end=lambda a: a > 1.765)
+        *_, past = sweep.row_reasons(res, "positional")
+        assert past.startswith("no positional fixed point here") if absent else past.startswith(
+            "not converged: the branch goes on past the end located at alpha = 1.765 (on the branch at 2.171)"), past
+
+
 def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(monkeypatch):
     """At r >= 2 a sweep looks, at each point off its followed branch, for a point of the label by a cold solve
     (``BranchSweep.others``): a row says the e_t of the point found, or that none was."""

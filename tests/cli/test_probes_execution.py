@@ -397,6 +397,22 @@ def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
     assert "lam=0.01 -> 0.02" in err
 
 
+def test_a_sweep_read_back_from_its_store_says_so_in_its_dataset(tmp_path):
+    """A rerun of the same sweep read its task from DIR/tasks (the JSON said "stored": 1) but wrote status "done" into
+    sweep_semantic.nc (``show`` then said "1 done"), where phase-diagram's dataset says "stored"."""
+    import xarray as xr
+
+    out = str(tmp_path / "s")
+    args = ["sweep", "--omega", "0.3", "--alpha", "1.5,2", "--quadrature", "gh6", "--quiet", "--out", out]
+    assert main(args) == 0
+    with xr.open_dataset(Path(out) / "sweep_semantic.nc") as ds:
+        assert list(ds["status"].values) == ["done"]
+    assert main(args) == 0
+    with xr.open_dataset(Path(out) / "sweep_semantic.nc") as ds:
+        assert list(ds["status"].values) == ["stored"]
+    assert json.loads((Path(out) / "sweep_semantic.json").read_text())["tasks"]["stored"] == 1
+
+
 @pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
 def test_a_diagram_rerun_with_another_solver_removes_the_census_it_does_not_write(tmp_path, capsys):
     """phase-diagram --census (global map), then the same grid with --prox aligned and no --census: the first run's
