@@ -21,7 +21,10 @@ from attnphase.numerics.phase.branch_end import on_branch
 CURVE_KEYS = ("eps_g", "e_t", "m", "theta", "q")
 _ERR_COMMENT = ("from the rules' independent scrambling blocks, or the sample standard deviation over "
                 "--error-estimate K independent rules; NaN: not estimated")
-_ON_BRANCH = ("on each branch over the alpha grid; NaN where its fixed point did not converge (converged = 0) or the "
+#: ``converged`` on the alpha grid where no solve of the branch was made there (the branch not followed to it).
+NOT_SOLVED = -1
+_ON_BRANCH = ("on each branch over the alpha grid; NaN where its fixed point did not converge (converged = 0), no "
+              "solve of the branch was made there (converged = -1) or the "
               "solve reached another point, the branch absent there (on_branch = 0)")
 
 
@@ -65,7 +68,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     found = {k: np.zeros(shape, dtype=np.int32) for k in keys}
     text = {k: np.full(shape, "", dtype=object) for k in text_keys + ("notes", "status", "error")}
     curves = {k: np.full(shape + (len(branches), len(alist)), np.nan) for k in CURVE_KEYS}
-    converged = np.zeros(shape + (len(branches), len(alist)), dtype=np.int8)
+    converged = np.full(shape + (len(branches), len(alist)), NOT_SOLVED, dtype=np.int8)
     on = np.zeros(shape + (len(branches), len(alist)), dtype=np.int8)
     for cell in cells:
         at = tuple(idx[d][_coord_key(cell["at"][d])] for d in dims)
@@ -86,9 +89,11 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
         for j, sw in enumerate((b.semantic, b.positional)):
             for fp in (sw.points if sw is not None else []):
                 i = a_idx.get(float(fp.alpha))
-                if i is None or not fp.status.converged:
+                if i is None:
                     continue
-                converged[at + (j, i)] = 1
+                converged[at + (j, i)] = int(bool(fp.status.converged))
+                if not fp.status.converged:
+                    continue
                 floats["eps_lin"][at] = fp.record["eps_lin"]
                 if on_branch(fp, sw.branch):  # not the agnostic point a start of the branch fell to
                     on[at + (j, i)] = 1
@@ -113,8 +118,9 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     cdims = tuple(dims) + ("branch", "alpha")
     for k in CURVE_KEYS:
         dv[k] = (cdims, curves[k], {"comment": _ON_BRANCH})
-    dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid: the solve started on the "
-                                                      "branch converged (0: solver failure)"})
+    dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid: 1 the solve started on the "
+                                                      "branch converged, 0 it did not (solver failure), -1 no solve of "
+                                                      "the branch there (not followed to this alpha)"})
     dv["on_branch"] = (cdims, on, {"comment": "on each branch over the alpha grid: 1 where the branch's point is "
                                               "there; converged = 1 and on_branch = 0: the branch is absent there"})
     all_coords = {d: list(coords[d]) for d in dims} | {"branch": list(branches), "alpha": alist}
@@ -133,6 +139,8 @@ def _bracket_lookup(name: str) -> Variable | None:
 
 def _curve_lookup(name: str) -> Variable | None:
     """As :func:`_lookup`; the dimension ``branch`` is the branch each curve follows."""
+    if name == "converged":  # three values on the alpha grid (NOT_SOLVED)
+        return Variable("converged", "1 where the solve converged, 0 where it did not, -1 where no solve was made", "1")
     return Variable("branch", "branch followed by continuation in alpha", None) if name == "branch" else _lookup(name)
 
 

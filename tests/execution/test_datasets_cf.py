@@ -201,6 +201,13 @@ def test_a_branch_absent_or_failed_on_the_grid_has_no_numbers_and_says_which(sma
     assert list(pos.converged.values) == [1, 0] and list(pos.on_branch.values) == [0, 0]
     assert np.isnan(pos.eps_g.values).all() and np.isnan(pos.theta.values).all()
     assert list(sem.converged.values) == list(sem.on_branch.values) == [1, 1] and np.isfinite(sem.eps_g.values).all()
+    # a grid point the branch was not followed to: no solve there, -1 (it said 0, a solver failure that never was)
+    b = replace(b, positional=BranchSweep("positional", [failed]))
+    ds = boundaries_dataset([{"at": {"omega": b.omega}, "b": b, "err": None, "status": "done", "error": ""}],
+                            ("omega",), {"omega": [b.omega]}, [1.6, 2.0], job_attrs("phase-diagram", version="v"))
+    pos = ds.sel(omega=b.omega, branch="positional")
+    assert list(pos.converged.values) == [-1, 0] and list(pos.on_branch.values) == [0, 0]
+    assert "-1 where no solve was made" in ds.converged.attrs["long_name"]
 
 
 def test_rank_phase_diagram_dataset_is_cf(tmp_path) -> None:
