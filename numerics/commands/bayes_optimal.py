@@ -64,20 +64,23 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
 
 def bayes_error_note(p, rho0: float) -> str:
     """Why some numbers of a Bayes-optimal point carry no bar or a bar of 0 (e_t and, at perfect recovery,
-    free_entropy null; q, V, theta exact at q0 = 0 and q0 = rho0, where every rule gives the same point)."""
+    free_entropy null; q, V, theta exact at q0 = 0 and q0 = rho0, where every rule gives the same point, and eps_g = 0
+    exactly at q0 = rho0)."""
     said = ["e_t null: the Bayes-optimal estimator minimises no training loss (free_entropy = Phi instead)",
             "err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
     if p.free_entropy is None:
         said.append("free_entropy null: Phi diverges at perfect recovery (q0 = rho0)")
     if p.err_q0 == 0.0 and (p.q0 == 0.0 or p.q0 == rho0):
-        said.append(f"err_q = err_V = err_theta{' = err_free_entropy' if p.q0 == 0.0 else ''} = 0: q0 = {p.q0:g} is exact here "
-                    f"({'no recovery' if p.q0 == 0.0 else 'perfect recovery'}: every rule gives it)")
+        more = " = err_free_entropy" if p.q0 == 0.0 else " = err_eps_g"  # at perfect recovery eps_g = 0 exactly
+        said.append(f"err_q = err_V = err_theta{more} = 0: q0 = {p.q0:g} is exact here "
+                    f"({'no recovery' if p.q0 == 0.0 else 'perfect recovery, eps_g = 0'}: every rule gives it)")
     return "; ".join(said)
 
 
 def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
     """:func:`bayes_error_note` for a sweep's rows: why its bars are 0 or NaN, each case once (err_m = 0 always;
-    free_entropy NaN at perfect recovery; err_q = err_V = err_theta = 0 where q0 = 0 or q0 = rho0)."""
+    free_entropy NaN at perfect recovery; err_q = err_V = err_theta = 0 where q0 = 0 or q0 = rho0; err_eps_g = 0 at
+    perfect recovery)."""
     said = ["err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"] if rows and "err_m" in rows[0] \
         else []
     if any(r["perfect_recovery"] and not math.isfinite(r.get("free_entropy", 0.0)) for r in rows):
@@ -87,6 +90,8 @@ def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
     if ends:
         bars = " = ".join(k for k in ("err_q", "err_V", "err_theta") if k in rows[0])
         said.append(f"{bars} = 0 at the rows of {' and of '.join(ends)}: every rule gives it")
+    if any(r["perfect_recovery"] and r.get("err_eps_g") == 0.0 for r in rows):
+        said.append("err_eps_g = 0 where perfect_recovery = 1: eps_g = 0 exactly there")
     return "; ".join(said)
 
 

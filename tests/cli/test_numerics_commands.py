@@ -261,6 +261,18 @@ def test_bayes_optimal_sweep_writes_its_json_object(tmp_path, capsys: pytest.Cap
 
     with xr.open_dataset(tmp_path / "sweep_bayes-optimal.nc") as ds:
         assert ds["err_q"].attrs["long_name"].startswith("rule change of q") and "exactly" in ds["err_q"].attrs["comment"]
+    # a bar of 0 is never silent: eps_g = 0 exactly at perfect recovery (alpha = 1 > 1/L), its bar 0 said
+    perfect = [r for r in rec["rows"] if r["perfect_recovery"]]
+    assert perfect and all(r["err_eps_g"] == 0.0 for r in perfect)
+    assert "err_eps_g = 0 where perfect_recovery = 1" in rec["error_note"]
+
+
+def test_a_bayes_optimal_point_at_perfect_recovery_says_why_its_eps_g_bar_is_0(capsys) -> None:
+    """solve --estimator bayes-optimal --alpha 0.8: err_eps_g 0.0, and the error note named err_q, err_V, err_theta only."""
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.8", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["perfect_recovery"] and rec["eps_g"] == 0.0 and rec["err_eps_g"] == 0.0
+    assert "err_q = err_V = err_theta = err_eps_g = 0" in rec["error_note"]
 
 
 def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
