@@ -106,14 +106,16 @@ def run(args: argparse.Namespace) -> int:
                                                  store=store, fresh=args.fresh, quiet=args.quiet)
             meta = meta | {"census": table}
             code = max(int(code or 0), 1 if failed else 0)
-    if scalar:
-        from attnphase.numerics.jobs.boundary_table import with_unbarred_note
+        if scalar:
+            from attnphase.numerics.jobs.boundary_table import with_unbarred_note
 
-        meta = with_unbarred_note(meta | error_note(error_bars_note(cfg, n_rules)), r)
+            from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
+
+            meta = with_unbarred_note(meta | error_note(error_bars_note(cfg, n_rules)), r) | threshold_keys(params)
+        if census or (stage / "phase_diagram.json").exists():  # the file holds what --json prints, census included
+            (stage / "phase_diagram.json").write_text(json.dumps(outputs.json_value(meta), indent=2, default=str))
     if args.json:
-        from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
-
-        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)} | (threshold_keys(params) if scalar else {}))))
+        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)
 
 

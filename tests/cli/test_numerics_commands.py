@@ -373,6 +373,10 @@ def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
     assert len(lines) == 1
     meta = json.loads(lines[0])
     assert meta["out"] == str(tmp_path) and meta["params"]["omega"] == 0.3
+    # the file is that object without `out` (it lacked error_note and the Bayes-optimal thresholds --json printed)
+    saved = json.loads((tmp_path / "phase_diagram.json").read_text())
+    assert "error_note" in saved and "alpha_it" in saved
+    assert json.dumps(saved, sort_keys=True) == json.dumps({k: v for k, v in meta.items() if k != "out"}, sort_keys=True)
     assert meta["solver"]["quadrature"] == "gh6" and len(meta["rows"]) == 1
     assert meta["rows"][0]["omega"] == 0.3 and 1.2 < meta["rows"][0]["alpha_c"] < 1.3
     # over several omegas the model's omega is "scanned", as in the dataset (it was the first omega)
