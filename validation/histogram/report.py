@@ -82,8 +82,9 @@ def render_markdown(result: ExperimentResult) -> str:
         f"position's token. {result.n_train} training / {result.n_val} validation sequences "
         f"(distinct), d = {cfg.d_model}, MLP width {cfg.d_hidden}, Adam lr {cfg.lr:g}, "
         f"batch {cfg.batch_size}, {cfg.epochs} epochs. Seed {result.seed}, device "
-        f"`{result.device}`, wall time {result.wall_seconds:.1f} s (this run's; the variants trained in "
-        f"{sum(v.train_seconds for v in result.variants.values()):.1f} s when computed, a rerun reads them back).", "",
+        f"`{result.device}`; this run's tasks took {result.wall_seconds:.1f} s wall, the command's start-up and "
+        f"outputs apart (a rerun reads the finished tasks back; the variants trained in "
+        f"{sum(v.train_seconds for v in result.variants.values()):.1f} s when computed).", "",
         f"Majority-class baseline (always predict the most frequent count): "
         f"validation accuracy {result.majority_acc:.4f}.", "",
         "## Variants", "",
