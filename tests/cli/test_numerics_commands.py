@@ -656,3 +656,15 @@ def test_a_boundary_without_a_bar_is_said_in_the_json_too(tmp_path, capsys):
     meta = json.loads(capsys.readouterr().out)
     assert meta["rows"][0]["err_semantic_end"] is None and math.isfinite(meta["rows"][0]["semantic_end"])
     assert meta["error_note"].startswith("semantic_end has no error bar at omega = 0.3: a traced end")
+
+
+def test_a_non_stochastic_A_is_refused_with_its_row_sums(capsys) -> None:
+    """--A with rows of 0.33333333 (sums 1 - 1e-8) was refused as "A must be row-stochastic (non-negative rows summing
+    to 1)" without the sums or the tolerance: a user could not tell what was wrong."""
+    third = ",".join(["0.33333333"] * 3)
+    assert main(["solve", "--L", "3", "--alpha", "2", "--A", ";".join([third] * 3)]) == 2
+    err = capsys.readouterr().err
+    assert "within 1e-9" in err and "row sums 0.99999999, 0.99999999, 0.99999999" in err and "16 digits" in err
+    assert main(["solve", "--alpha", "1", "--A", "0.5,0.6;0.4,0.6"]) == 2
+    err = capsys.readouterr().err
+    assert "row sums 1.1, 1" in err and "16 digits" not in err
