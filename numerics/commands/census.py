@@ -185,9 +185,13 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     params, search = res.params, res.search
     scalar = is_scalar_form(params.r, params.r_star)
     points = []
+    if not scalar:
+        from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
+
+        lin = teacher_eps_lin(params, cfg)
     for e in res.entries:
         rec = (solve_record(e.point, e.point.branch)[0] | entry_errors(e) if scalar
-               else matrix_record(e.point, e.point.requested) | e.errors)
+               else matrix_record(e.point, e.point.requested, lin) | e.errors)
         rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts),
                 "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]}
         if not scalar:

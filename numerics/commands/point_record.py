@@ -84,12 +84,13 @@ def _reason(fp, requested: str) -> str:
     return ""
 
 
-def solve_record(fp, requested: str) -> tuple[dict, str]:
+def solve_record(fp, requested: str, eps_lin: float = math.nan) -> tuple[dict, str]:
     """(the printed record, the reason it is not a result on the requested branch -- "" when it is), at every
-    rank: the scalar form's keys at r = r* = 1, the matrix form's otherwise (module doc)."""
+    rank: the scalar form's keys at r = r* = 1, the matrix form's otherwise (module doc; ``eps_lin`` the rank-r*
+    teacher's, which the matrix form's point does not carry)."""
     reason = _reason(fp, requested)
     if not is_scalar_form(fp.params.r, fp.params.r_star):
-        return matrix_record(fp, requested) | {"reason": reason}, reason
+        return matrix_record(fp, requested, eps_lin) | {"reason": reason}, reason
     rec = {k: fp.record[k] for k in RECORD_KEYS}
     if not fp.status.converged:
         rec.update({k: None for k in RESULT_KEYS}, branch=None)
@@ -99,15 +100,16 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
             | {k: rec[k] for k in RECORD_KEYS[i + 1:]} | {"reason": reason}), reason
 
 
-def matrix_record(fp, requested: str) -> dict:
-    """The matrix form's keys of one solve (module doc); the overlaps, invariants and observables None where it
-    did not converge."""
+def matrix_record(fp, requested: str, eps_lin: float = math.nan) -> dict:
+    """The matrix form's keys of one solve (module doc) and ``eps_lin`` (the rank-r* teacher's, a property of the
+    model: :func:`~attnphase.numerics.phase.lowest_branch.teacher_eps_lin`); the overlaps, invariants and
+    observables None where it did not converge."""
     params, rec, ok = fp.params, fp.record, fp.status.converged
     out = {"alpha": fp.alpha, "omega": params.omega, "sigma": params.sigma_value, "lam": params.lam,
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
            "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if ok else None,
            "requested_branch": requested}
-    return (out | {key: rec[key] if ok else None for key in MATRIX_KEYS}
+    return (out | {key: rec[key] if ok else None for key in MATRIX_KEYS} | {"eps_lin": eps_lin}
             | {k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")}
             | {"overlaps": rec["canonical_overlaps"] if ok else None})
 

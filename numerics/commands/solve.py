@@ -68,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
     if not scalar:
         from attnphase.numerics.errors.replicates import judged_matrix_point
 
+        from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
+
         fp, err = judged_matrix_point(fp, cfg, n_rules)
-        rec, reason = solve_record(fp, args.branch)
+        rec, reason = solve_record(fp, args.branch, teacher_eps_lin(params, cfg))
         if fp.status.converged:
             rec = _matrix_error_bars(rec, err, cfg, n_rules, getattr(args, "precision", None) or "default")
             if math.isfinite(fp.status.jump):  # accepted at the rule's jump scale, its replicates reproduce it

@@ -532,6 +532,11 @@ def test_rank2_solve_prints_each_invariant_with_its_bar_and_its_largest_relative
     assert rec["max_relative_error"] > 1e-3 and "above the default tier's target" in out.err
     [line] = [ln for ln in record_lines(rec) if ln.strip().startswith("q0_eigenvalues")]  # the text form's line
     assert line.count(" +- ") == 2, line
+    # eps_lin of the rank-r* teacher, as outputs.md lists it (the record had none at rank 2; the sweep's CSV had it)
+    from attnphase.numerics.se.observables import eps_lin
+    from attnphase.theory.params import ModelParams
+
+    assert rec["eps_lin"] == pytest.approx(eps_lin(ModelParams(omega=0.3)), rel=1e-9)
 
 
 def test_a_failed_solve_names_the_census_that_lists_the_points_at_its_alpha(capsys) -> None:
