@@ -190,7 +190,7 @@ def _error_bars(rec: dict, fp: Any, err: Any, cfg: Any, n_rules: int,
                 args: argparse.Namespace) -> tuple[dict, Any]:
     """The scalar form's ``err_<key>`` from ``err`` (:func:`_point_error`), ``max_relative_error`` and notes, and the
     fixed point as the rule's blocks confirm it (docs/method.md section 4)."""
-    from attnphase.numerics.errors.quadrature_error import error_bars_note
+    from attnphase.numerics.errors.quadrature_error import e_t_rule_note, error_bars_note
     from attnphase.numerics.se.stalls import confirm_jump_acceptance
 
     if err is not None:
@@ -209,8 +209,8 @@ def _error_bars(rec: dict, fp: Any, err: Any, cfg: Any, n_rules: int,
                               f"be an artefact of the rule")
         else:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
-        exact = exact_zero_note(rec)
-        if exact:  # a bar of 0 is never silent: the record says why (JSON and text; not a warning)
+        exact = "; ".join(n for n in (exact_zero_note(rec), e_t_rule_note(cfg)) if n)
+        if exact:  # a bar of 0 is never silent, nor one that leaves a part out: the record says why
             rec["error_note"] = "; ".join(n for n in (rec.get("error_note"), exact) if n)
         unresolved_order_warning(fp, err)
     else:

@@ -265,7 +265,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega`` (one task each),
     DIR/sweep_<branch>.nc and DIR/sweep_<branch>.json (the ``--json`` object), at every rank (the file names carry
     ``_rank<r>x<r*>`` after the model where r or r* >= 2)."""
-    from attnphase.numerics.errors.quadrature_error import error_bars_note
+    from attnphase.numerics.errors.quadrature_error import e_t_rule_note, error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count
 
     r, r_star, L = params.r, params.r_star, params.L
@@ -374,7 +374,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                          "rules reproduced the branch there (a spread needs two); such a point may be an artefact of "
                          "the rule")
         # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
-        said = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n)
+        said = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed), e_t_rule_note(cfg)) if n)
         note = {"error_note": said} if said else {}
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,

@@ -53,6 +53,21 @@ def error_bars_note(config: SolverConfig, n_rules: int) -> str:
             f"several scramblings (sobolK:4) gives them at no extra cost")
 
 
+def e_t_rule_note(config: SolverConfig) -> str:
+    """What err_e_t leaves out where the e_t rule (``--e-t-quadrature``) does not vary over the replicates: its blocks
+    are the solve rule's blocks' partners only with as many of them (:func:`~attnphase.numerics.errors.replicates.
+    block_config`); a rule of one scrambling is the same in every block re-solve, so its own quadrature error is
+    not in the bar ("" where it is, or where no bar is made from blocks)."""
+    from attnphase.numerics.quadrature.rules import replicates
+
+    spec, R = config.e_t_quadrature, replicates(config.quadrature)
+    if not config.error_bars or spec is None or R < 2 or replicates(spec) == R:
+        return ""
+    return (f"err_e_t leaves out the e_t rule's own error: --e-t-quadrature {spec} has {replicates(spec)} "
+            f"scrambling(s) where the solve rule {config.quadrature} has {R} blocks, so every block re-solve reads "
+            f"e_t on the same rule (give it {R}, e.g. {spec.split(':')[0]}:{R}, and its blocks enter the bar)")
+
+
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
     """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
     the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules

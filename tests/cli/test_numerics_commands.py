@@ -673,3 +673,18 @@ def test_a_non_stochastic_A_is_refused_with_its_row_sums(capsys) -> None:
     assert main(["solve", "--alpha", "1", "--A", "0.5,0.6;0.4,0.6"]) == 2
     err = capsys.readouterr().err
     assert "row sums 1.1, 1" in err and "16 digits" not in err
+
+
+def test_an_e_t_rule_of_one_scrambling_is_said_to_be_left_out_of_err_e_t(capsys) -> None:
+    """solve --e-t-quadrature sobol16: err_e_t 1.6e-8 while the rule's seeds 0, 1, 2 gave e_t 30 such bars apart --
+    every block re-solve read e_t on the same one-scrambling rule.  The note says so; with as many blocks as the
+    solve rule's (sobol14:4) they enter the bar (2.2e-7) and no note is needed."""
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.errors.quadrature_error import e_t_rule_note
+
+    assert "sobol16:4" in e_t_rule_note(SolverConfig(e_t_quadrature="sobol16"))
+    assert e_t_rule_note(SolverConfig(e_t_quadrature="sobol16:4")) == e_t_rule_note(SolverConfig()) == ""
+    assert e_t_rule_note(SolverConfig(quadrature="sobol12", e_t_quadrature="sobol16")) == ""  # rules, not blocks
+    assert main(["solve", "--alpha", "2", "--branch", "semantic", "--e-t-quadrature", "sobol12", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert "err_e_t leaves out the e_t rule's own error" in rec["error_note"]
