@@ -88,14 +88,17 @@ def add_alpha_grid_option(p: argparse.ArgumentParser) -> None:
                    help=f"alpha grid of the branch sweeps, values > 0: {RANGE_SYNTAX} (default {DEFAULT_ALPHA_GRID})")
 
 
-def alpha_grid(args: argparse.Namespace, ascending: bool) -> list[float]:
+def alpha_grid(args: argparse.Namespace) -> list[float]:
     """``--alpha`` of a phase diagram: values > 0, two at least (the grid its branches are followed over; a
-    ValueError otherwise), sorted with ``ascending``."""
+    ValueError otherwise), sorted ascending (said where that reorders them, as sweep says it)."""
     alphas = parse_values(args.alpha, "--alpha", positive=True)
     if len(alphas) < 2:
         raise ValueError(f"--alpha: the boundaries are located between the points of an alpha grid, got the one value "
                          f"{alphas[0]:g}; give two or more (e.g. --alpha 0.1:3:12)")
-    return sorted(alphas) if ascending else alphas
+    if alphas != sorted(alphas):
+        print("attnphase: note: --alpha values sorted ascending (the branches are followed by continuation in alpha)",
+              file=sys.stderr)
+    return sorted(alphas)
 
 
 def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:

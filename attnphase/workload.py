@@ -11,12 +11,12 @@ from typing import Any, Sequence
 
 from attnphase.solver_options import SOLVER_DEFAULTS, SOLVER_OPTIONS
 
-#: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 with sobol12 on 2 cores).
+#: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 on 2^12 nodes, 2 cores).
 MAX_SWEEP_POINTS = 500
 MAX_DIAGRAM_POINTS = 1000
 #: ``validate`` past this many simulations needs ``--large`` (the quick plan has 194, the full one 528).
 MAX_SIMULATIONS = 1000
-#: Rough wall time of one state-evolution solve at L = 2 with sobol12 (2^12 nodes), 2 cores (measured).
+#: Rough wall time of one state-evolution solve at L = 2 on 2^12 nodes (the default sobol10:4), 2 cores (measured).
 SECONDS_PER_SOLVE = 0.4
 
 
@@ -27,7 +27,7 @@ def _nodes(L: int, spec: str) -> int:
 
 
 def check_grid(n: int, limit: int, what: str, option: str, large: bool, seconds: float | None = None,
-               basis: str = "at L = 2, sobol12, 2 cores") -> None:
+               basis: str = "at L = 2 on the default rule's 2^12 nodes, 2 cores") -> None:
     """A grid of ``n`` solves: past ``limit`` a ValueError unless ``--large`` was given, quoting ``seconds`` (default
     n x :data:`SECONDS_PER_SOLVE`, the ERM solve's) measured as ``basis`` says."""
     if n > limit and not large:

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         check("diagram_error_estimate", r, r_star, args.error_estimate)
     if getattr(args, "continuation", "auto") == "on":
         check("omega_continuation", r, r_star)
-    alphas = opt.alpha_grid(args, ascending=not scalar)
+    alphas = opt.alpha_grid(args)
     omegas = opt.parse_values(args.omega, "--omega")
     check_semantic_signal(omegas)
     params, cfg = model_and_config(args, omegas)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     error_estimate = solver_options.error_estimate_from_args(args)
     if not scalar and error_estimate is not None:
         check("diagram_error_estimate", r, r_star, args.error_estimate)
-    alphas = opt.alpha_grid(args, ascending=not scalar)
+    alphas = opt.alpha_grid(args)
     field, values, models, omegas = scan_models(args)
     check_semantic_signal(omegas)
     cfg = None

@@ -688,3 +688,16 @@ def test_an_e_t_rule_of_one_scrambling_is_said_to_be_left_out_of_err_e_t(capsys)
     assert main(["solve", "--alpha", "2", "--branch", "semantic", "--e-t-quadrature", "sobol12", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert "err_e_t leaves out the e_t rule's own error" in rec["error_note"]
+
+
+def test_a_phase_diagram_grid_out_of_order_is_sorted_and_said(capsys) -> None:
+    """phase-diagram --alpha 2,1.2,1 sorted silently (its JSON kept 2, 1.2, 1 beside a dataset in 1, 1.2, 2); sweep
+    said it."""
+    import argparse
+
+    from attnphase import options
+
+    assert options.alpha_grid(argparse.Namespace(alpha="2,1.2,1")) == [1.0, 1.2, 2.0]
+    assert "--alpha values sorted ascending" in capsys.readouterr().err
+    assert options.alpha_grid(argparse.Namespace(alpha="1,2")) == [1.0, 2.0]
+    assert capsys.readouterr().err == ""
