@@ -155,6 +155,21 @@ def _order_resolved(branch: str, key: str, value: float, e: float, on: int, trie
           f"of the rule (docs/method.md section 4, the fixed-point solver)", file=sys.stderr)
 
 
+#: |e_t| up to which a negative e_t is the round-off of a vanishing training loss (a sum of squares plus the ridge).
+E_T_ROUND_OFF = 1e-12
+
+
+def negative_e_t_note(rec: dict) -> str:
+    """Why e_t < 0 is printed ("" when it is not): the training loss is >= 0, so a negative e_t within
+    :data:`E_T_ROUND_OFF` of 0 is that loss vanishing to round-off (--lam 0: the student interpolates)."""
+    e = rec.get("e_t")
+    if e is None or not math.isfinite(e) or e >= 0:
+        return ""
+    if -e <= E_T_ROUND_OFF:
+        return f"e_t = {e:.2g} < 0 is 0 to round-off: the training loss vanishes here (the student interpolates)"
+    return f"e_t = {e:.3g} < 0: no training loss is negative, a numerical error of the free entropy"
+
+
 def exact_zero_note(rec: dict) -> str:
     """Why a bar is 0 ("" when none is): an order parameter the fixed point's symmetry holds at 0 (m on the semantic
     branch, theta on the positional one, both on the agnostic one) is 0 on every rule, so exactly."""

@@ -14,7 +14,7 @@ from attnphase import options as opt
 from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import error_note, point_setup
-from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, matrix_bars_note,
+from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, matrix_bars_note, negative_e_t_note,
                                                       matrix_unresolved_order_warning, max_relative_error, not_found,
                                                       precision_note, print_record, solve_record,
                                                       unresolved_order_warning)
@@ -209,7 +209,7 @@ def _error_bars(rec: dict, fp: Any, err: Any, cfg: Any, n_rules: int,
                               f"be an artefact of the rule")
         else:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
-        exact = "; ".join(n for n in (exact_zero_note(rec), e_t_rule_note(cfg)) if n)
+        exact = "; ".join(n for n in (exact_zero_note(rec), e_t_rule_note(cfg), negative_e_t_note(rec)) if n)
         if exact:  # a bar of 0 is never silent, nor one that leaves a part out: the record says why
             rec["error_note"] = "; ".join(n for n in (rec.get("error_note"), exact) if n)
         unresolved_order_warning(fp, err)

@@ -701,3 +701,14 @@ def test_a_phase_diagram_grid_out_of_order_is_sorted_and_said(capsys) -> None:
     assert "--alpha values sorted ascending" in capsys.readouterr().err
     assert options.alpha_grid(argparse.Namespace(alpha="1,2")) == [1.0, 2.0]
     assert capsys.readouterr().err == ""
+
+
+def test_a_negative_e_t_is_said_to_be_round_off_of_a_vanishing_training_loss(capsys) -> None:
+    """solve --lam 0 --omega 0 --alpha 2 --branch semantic printed e_t = -1.73e-18 +- 5.0e-19 with no word: a training
+    loss (squares plus the ridge) is never negative."""
+    assert point_record.negative_e_t_note({"e_t": 1e-3}) == point_record.negative_e_t_note({"e_t": None}) == ""
+    assert "0 to round-off" in point_record.negative_e_t_note({"e_t": -1.7e-18})
+    assert "numerical error" in point_record.negative_e_t_note({"e_t": -1e-6})
+    assert main(["solve", "--lam", "0", "--omega", "0", "--alpha", "2", "--branch", "semantic", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["e_t"] < 0 and "< 0 is 0 to round-off" in rec["error_note"]
