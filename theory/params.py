@@ -154,8 +154,8 @@ class ModelParams:
         Aa = np.array(A)
         if np.any(Aa < 0) or not np.allclose(Aa.sum(axis=1), 1.0, rtol=0, atol=1e-9):  # numpy's rtol would allow 1e-5
             sums = ", ".join(f"{x:.12g}" for x in Aa.sum(axis=1))
-            raise ValueError(f"A must be row-stochastic (non-negative rows summing to 1 within 1e-9), got {A}: row sums "
-                             f"{sums}" + ("; negative entries" if np.any(Aa < 0) else "")
+            raise ValueError(f"A must be row-stochastic (non-negative rows summing to 1 within 1e-9), got {A}: "
+                             f"row sums {sums}" + ("; negative entries" if np.any(Aa < 0) else "")
                              + ("; write the entries to 16 digits (1/3: 0.3333333333333333)"
                                 if np.allclose(Aa.sum(axis=1), 1.0, rtol=0, atol=1e-5) else ""))
         set_("A", A)

@@ -73,7 +73,8 @@ class ValidationPlan:
                        device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as JSON, its training's ``grad_tol`` the tolerance the runs use (the dtype's default where unset)."""
+        """The plan as JSON, its training's ``grad_tol`` the tolerance the runs use (the dtype's default where
+        unset)."""
         return asdict(self) | {"params": self.params.to_dict(),
                                "train": asdict(self.train.for_dtype(resolve_dtype(self.dtype)))}
 

@@ -95,7 +95,8 @@ class GeneralPlan:
                        n_test=self.n_test, device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as JSON, its training's ``grad_tol`` the tolerance the runs use (the dtype's default where unset)."""
+        """The plan as JSON, its training's ``grad_tol`` the tolerance the runs use (the dtype's default where
+        unset)."""
         cases = [{"key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas": list(c.alphas),
                   "theory": "rank-r" if is_rank_case(c.params) else "rank-1"} for c in self.cases]
         return asdict(self) | {"cases": cases, "train": asdict(self.train.for_dtype(resolve_dtype(self.dtype)))}

@@ -268,7 +268,8 @@ def test_bayes_optimal_sweep_writes_its_json_object(tmp_path, capsys: pytest.Cap
 
 
 def test_a_bayes_optimal_point_at_perfect_recovery_says_why_its_eps_g_bar_is_0(capsys) -> None:
-    """solve --estimator bayes-optimal --alpha 0.8: err_eps_g 0.0, and the error note named err_q, err_V, err_theta only."""
+    """solve --estimator bayes-optimal --alpha 0.8: err_eps_g 0.0, and the error note named err_q, err_V and err_theta
+    only."""
     assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.8", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["perfect_recovery"] and rec["eps_g"] == 0.0 and rec["err_eps_g"] == 0.0
@@ -376,7 +377,8 @@ def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
     # the file is that object without `out` (it lacked error_note and the Bayes-optimal thresholds --json printed)
     saved = json.loads((tmp_path / "phase_diagram.json").read_text())
     assert "error_note" in saved and "alpha_it" in saved
-    assert json.dumps(saved, sort_keys=True) == json.dumps({k: v for k, v in meta.items() if k != "out"}, sort_keys=True)
+    printed = {k: v for k, v in meta.items() if k != "out"}
+    assert json.dumps(saved, sort_keys=True) == json.dumps(printed, sort_keys=True)
     assert meta["solver"]["quadrature"] == "gh6" and len(meta["rows"]) == 1
     assert meta["rows"][0]["omega"] == 0.3 and 1.2 < meta["rows"][0]["alpha_c"] < 1.3
     # over several omegas the model's omega is "scanned", as in the dataset (it was the first omega)

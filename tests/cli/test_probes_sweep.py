@@ -358,7 +358,8 @@ def test_a_sweep_says_when_its_branch_goes_on_past_the_end_it_located():
     from attnphase.numerics.phase.continuation import BranchSweep
 
     def point(alpha, m):
-        return SimpleNamespace(alpha=alpha, branch="positional", status=SimpleNamespace(converged=True), is_matrix=False,
+        return SimpleNamespace(alpha=alpha, branch="positional", status=SimpleNamespace(converged=True),
+                               is_matrix=False,
                                overlaps=SimpleNamespace(m=[m, -m], th0=0.0), record={"m": m, "theta": 0.0})
 
     end = BranchEnd(1.9435, "bifurcation", "eigenvalue", err=0.0073)

@@ -597,7 +597,8 @@ def test_an_aligned_point_the_rule_misses_is_solved_again_on_the_finer_rule(monk
 
 
 def test_the_plan_records_the_gradient_tolerance_its_runs_use() -> None:
-    """summary.json's plan.train.grad_tol was null where the runs used the dtype's default 3e-7 (each run recorded it)."""
+    """summary.json's plan.train.grad_tol was null where the runs used the dtype's default 3e-7 (each run recorded
+    it)."""
     from attnphase.validation.training import GRAD_TOL, TrainConfig
 
     assert validation_plan(quick=True).to_dict()["train"]["grad_tol"] == GRAD_TOL[torch.float64]

@@ -24,6 +24,12 @@ HELP = "train the attention student at finite d with PyTorch; measure m, theta, 
 DESCRIPTION = ("One finite-d simulation: teacher data, gradient descent (or Adam) from an initialisation, "
                "observables on a fresh test set (docs/model.md section 1). Exit code 1 if training did not converge.")
 
+
+#: Why a training run that did not converge stopped, by its status (validation/training.py).
+STOPPED_BECAUSE = {"budget": "the step budget --max-steps ran out", "stalled": "the line search found no decrease",
+                   "diverged": "the risk or its gradient is not finite: an extreme model value?"}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--d --alpha``, the model group, the algorithm and its start, the stopping rule, AMP's settings, the torch group."""
     p.add_argument("--d", type=int, default=200, help="embedding dimension d >= 2 (default 200)")
@@ -190,8 +196,7 @@ def run(args: argparse.Namespace) -> int:
     # without --json the JSON's keys as lines (every field, 16 digits, eps_g apart from its standard error)
     print(json.dumps(outputs.json_value(out)) if args.json else "\n".join(record_lines(out)))
     if not res.converged:
-        why = {"budget": "the step budget --max-steps ran out", "stalled": "the line search found no decrease",
-               "diverged": "the risk or its gradient is not finite: an extreme model value?"}.get(res.status, res.status)
+        why = STOPPED_BECAUSE.get(res.status, res.status)
         print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "
               f"{res.grad_norm:.2e} after {res.steps} steps, tolerance {res.grad_tol:.1e}; \"converged\": false)",
               file=sys.stderr)
