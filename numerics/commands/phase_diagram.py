@@ -96,24 +96,30 @@ def run(args: argparse.Namespace) -> int:
     with staged_job(out_dir, "phase_diagram", job_model, args.json) as stage:
         from attnphase.numerics.jobs.report import run_phase_diagram
 
+        census_failed = False
+
+        def amend(meta: dict) -> dict:
+            """phase_diagram.json's content with the census rows (``--census``), the error note and the
+            Bayes-optimal thresholds (r = r* = 1), as --json prints it."""
+            nonlocal census_failed
+            if census:
+                from attnphase.numerics.commands.census import phase_diagram_census
+
+                table, census_failed = phase_diagram_census(params, meta["rows"], cfg, n_rules, stage,
+                                                            executor=executor, store=store, fresh=args.fresh,
+                                                            quiet=args.quiet)
+                meta = meta | {"census": table}
+            if scalar:
+                from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
+                from attnphase.numerics.jobs.boundary_table import with_unbarred_note
+
+                meta = with_unbarred_note(meta | error_note(error_bars_note(cfg, n_rules)), r) | threshold_keys(params)
+            return meta
+
         code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                        error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                                       command=command_line(), existing=out_dir, chains=chains)
-        if census:
-            from attnphase.numerics.commands.census import phase_diagram_census
-
-            table, failed = phase_diagram_census(params, meta["rows"], cfg, n_rules, stage, executor=executor,
-                                                 store=store, fresh=args.fresh, quiet=args.quiet)
-            meta = meta | {"census": table}
-            code = max(int(code or 0), 1 if failed else 0)
-        if scalar:
-            from attnphase.numerics.jobs.boundary_table import with_unbarred_note
-
-            from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
-
-            meta = with_unbarred_note(meta | error_note(error_bars_note(cfg, n_rules)), r) | threshold_keys(params)
-        if census or (stage / "phase_diagram.json").exists():  # the file holds what --json prints, census included
-            (stage / "phase_diagram.json").write_text(json.dumps(outputs.json_value(meta), indent=2, default=str))
+                                       command=command_line(), existing=out_dir, chains=chains, amend=amend)
+        code = max(int(code or 0), 1 if census_failed else 0)
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)

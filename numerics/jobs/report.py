@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import json_value, outputs_current, record_outputs
@@ -123,11 +123,14 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
                       out_dir: str | Path = "results", config: SolverConfig | None = None, quiet: bool = False,
                       error_estimate: int = 0, executor: ExecutorSpec = ExecutorSpec(),
                       store: ResultStore | None = None, fresh: bool = False, command: str = "",
-                      existing: str | Path | None = None, chains: int = 0) -> tuple[int, dict]:
+                      existing: str | Path | None = None, chains: int = 0,
+                      amend: Callable[[dict], dict] | None = None) -> tuple[int, dict]:
     """Compute the boundaries at every omega and write phase_diagram.csv/.json/.nc/.png and the branch curves at
     :func:`curves_omega`; returns the exit code (1 when a task failed) and the content of phase_diagram.json.
     ``error_estimate`` K >= 2: the errors over K independent rules; ``existing``: an earlier run's outputs, kept
-    where they are this job's (:mod:`attnphase.execution.outputs`); ``chains``: :func:`compute_boundaries_continued`."""
+    where they are this job's (:mod:`attnphase.execution.outputs`); ``chains``: :func:`compute_boundaries_continued`;
+    ``amend(meta)``: the JSON's content with what the caller adds (after the table is printed), written into the
+    file before the outputs are recorded."""
     cfg = config or SolverConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -181,12 +184,17 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
                                                                                else {})},
             more={"continuation_chains": chains},
             tail=None if scalar else {"curves": json_value({f"{b.omega:g}": b.curves for b in rows})})
-        record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate, rows) if errors else "", params.r)
     if errors and (note := unbarred_note(table, params.r)):
         print(f"attnphase: note: {note}", file=sys.stderr)
     if note := births_note(table, params.r):
         print(f"attnphase: note: {note}", file=sys.stderr)
+    if amend is not None:
+        meta = amend(meta)
+        if not unchanged:  # the file holds what the caller prints (--json), census and notes included
+            (out / "phase_diagram.json").write_text(json.dumps(json_value(meta), indent=2, default=str))
+    if not unchanged:
+        record_outputs(out, "phase_diagram", identity, files)
     what = "outputs up to date in" if unchanged else "wrote"
     return job_summary(f"{what} {out}/phase_diagram.csv, .json, .nc, .png"
                        + (f", {files[-1]}" if curves is not None else ""),
