@@ -847,7 +847,7 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
     branch, and that another may lie there."""
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.commands import row_reasons as reasons
     from attnphase.numerics.phase import branch_end
     from attnphase.numerics.phase.continuation import NO_END
 
@@ -856,7 +856,7 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=matrix, status=status) for a in (1.0, 2.0)]
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
                           others=(), birth=NO_END, past_end=lambda a: a > 1.7476)
-    on, past = sweep.row_reasons(res, "mixed")
+    on, past = reasons.row_reasons(res, "mixed")
     assert on == "" and "the branch ends at alpha = 1.748 (fold) and exists below it" in past
     if matrix:
         assert past.startswith("no point of the followed mixed branch here") and "no mixed fixed point" not in past
@@ -872,7 +872,7 @@ def test_a_sweep_row_off_the_branch_where_its_end_says_it_exists_is_a_solver_fai
     exists above it" -- above 0.7164.  That row is a solver failure; the one at 0.7, past the end, an absence."""
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.commands import row_reasons as reasons
     from attnphase.numerics.phase import branch_end
     from attnphase.numerics.phase.continuation import NO_END
 
@@ -881,9 +881,9 @@ def test_a_sweep_row_off_the_branch_where_its_end_says_it_exists_is_a_solver_fai
     points = [SimpleNamespace(alpha=a, branch="semantic", is_matrix=False, status=status) for a in (0.7, 0.72, 0.8)]
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(0.7164, "bifurcation", "eigenvalue"),
                           end_side="below", others=(), birth=NO_END, past_end=lambda a: a < 0.7164)
-    past, inside, on = sweep.row_reasons(res, "semantic")
+    past, inside, on = reasons.row_reasons(res, "semantic")
     assert on == "" and past.startswith("no semantic fixed point here: the solve reached a point whose semantic")
-    assert inside.startswith(f"{sweep.SOLVER_FAILURE}: the solve reached a point whose semantic order parameter is "
+    assert inside.startswith(f"{reasons.SOLVER_FAILURE}: the solve reached a point whose semantic order parameter is "
                              "below the branch's floor; the branch ends at alpha = 0.7164")
 
 
@@ -895,7 +895,7 @@ def test_a_sweep_row_past_an_end_located_by_solver_failure_is_a_failure_not_an_a
     located otherwise (a fold) it stays an absence."""
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.commands import row_reasons as reasons
     from attnphase.numerics.phase import branch_end
     from attnphase.numerics.phase.continuation import NO_END
 
@@ -907,7 +907,7 @@ def test_a_sweep_row_past_an_end_located_by_solver_failure_is_a_failure_not_an_a
     for kind, absent in (("solver failure", False), ("fold", True)):
         res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.8348, kind, "bisection"), end_side="above",
                               others=(), birth=NO_END, past_end=lambda a: a > 1.8348)
-        on, past = sweep.row_reasons(res, "positional")
+        on, past = reasons.row_reasons(res, "positional")
         assert on == ""
         assert past.startswith("no positional fixed point here") if absent else \
             past.startswith("not converged: past alpha = 1.835, where this branch's solves begin to fail"), past
@@ -920,7 +920,7 @@ def test_a_sweep_row_past_an_end_the_branch_outlasts_is_a_failure_not_an_absence
     --alpha 2.585714285714286 --omega 0.2 --branch positional --precision fast`` converges there (m 0.144)."""
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.commands import row_reasons as reasons
     from attnphase.numerics.phase import branch_end
     from attnphase.numerics.phase.continuation import NO_END
 
@@ -935,7 +935,7 @@ def test_a_sweep_row_past_an_end_the_branch_outlasts_is_a_failure_not_an_absence
         points[1].record["m"] = m_past
         res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.765, "bifurcation", "eigenvalue"),
                               end_side="below", others=(), birth=NO_END, past_end=lambda a: a > 1.765)
-        *_, past = sweep.row_reasons(res, "positional")
+        *_, past = reasons.row_reasons(res, "positional")
         assert past.startswith("no positional fixed point here") if absent else past.startswith(
             "not converged: the branch goes on past the end located at alpha = 1.765 (on the branch at 2.171)"), past
 
@@ -945,7 +945,7 @@ def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(mo
     (``BranchSweep.others``): a row says the e_t of the point found, or that none was."""
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.commands import row_reasons as reasons
     from attnphase.numerics.phase import branch_end
     from attnphase.numerics.phase.continuation import NO_END
 
@@ -956,11 +956,11 @@ def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(mo
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
                           others=(None, cold, None), birth=NO_END,
                           past_end=lambda a: a > 1.7476)
-    on, found, none = sweep.row_reasons(res, "mixed")
+    on, found, none = reasons.row_reasons(res, "mixed")
     assert on == "" and found.endswith("; a cold solve reaches a mixed point here, e_t = 0.0027729 (`attnphase "
                                        "solve` at this alpha gives it)")
     assert none.endswith("; a cold solve of the mixed label reaches no point of it here either")
-    assert sweep._past_end_note(res, "mixed") == ("a cold solve reaches a mixed point off it at alpha = 2 (the reason "
+    assert reasons.past_end_note(res, "mixed") == ("a cold solve reaches a mixed point off it at alpha = 2 (the reason "
                                                   "column)")
 
 

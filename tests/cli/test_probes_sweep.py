@@ -353,7 +353,7 @@ def test_a_sweep_says_when_its_branch_goes_on_past_the_end_it_located():
     import math
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands.sweep import beyond_end_note
+    from attnphase.numerics.commands.row_reasons import beyond_end_note
     from attnphase.numerics.phase.branch_end import BranchEnd
     from attnphase.numerics.phase.continuation import BranchSweep
 
