@@ -27,6 +27,11 @@ def several_branches(res) -> bool:
 BEYOND_END_FRACTION = 0.5
 
 
+def _order_size(p: Any, key: str) -> float:
+    """|the order parameter| ``key`` ("theta" or "m") of the rank-1 point ``p``, as its row gives it."""
+    return abs(float(p.record[key]))
+
+
 def _gone_on(res, branch: str) -> tuple[list, Any, str]:
     """At r = r* = 1: (the points on ``branch`` past the end located whose order parameter is at least
     :data:`BEYOND_END_FRACTION` of the one at the branch's point nearest the end, that point, the order parameter's
@@ -41,8 +46,8 @@ def _gone_on(res, branch: str) -> tuple[list, Any, str]:
     if not inside or not any(res.past_end(p.alpha) for p in on):
         return [], None, ""
     nearest = min(inside, key=lambda p: abs(p.alpha - res.end.alpha))
-    size = {id(p): abs(float(p.record[key])) for p in on}
-    gone = [p for p in on if res.past_end(p.alpha) and size[id(p)] >= BEYOND_END_FRACTION * size[id(nearest)]]
+    floor = BEYOND_END_FRACTION * _order_size(nearest, key)
+    gone = [p for p in on if res.past_end(p.alpha) and _order_size(p, key) >= floor]
     return gone, nearest, key
 
 
@@ -55,14 +60,11 @@ def beyond_end_note(res) -> str:
     gone_on, nearest, key = _gone_on(res, res.branch)
     if not gone_on:
         return ""
-
-    def size(p: Any) -> float:
-        return abs(float(p.record[key]))
-    rows = ", ".join(f"{p.alpha:g} ({key} {size(p):.3g})" for p in gone_on)
+    rows = ", ".join(f"{p.alpha:g} ({key} {_order_size(p, key):.3g})" for p in gone_on)
     past = f"past the end located ({res.end.alpha:.4g}, by {res.end.method}) at alpha = {rows}"
     if res.end.note:  # the end's own check says what those points are
         return f"the solve rule's {res.branch} points go on {past}; {res.end.note}"
-    return (f"the {res.branch} branch goes on {past}, near its {key} {size(nearest):.3g} at {nearest.alpha:g}: where "
+    return (f"the {res.branch} branch goes on {past}, near its {key} {_order_size(nearest, key):.3g} at {nearest.alpha:g}: where "
             f"the eigenvalue gives the end, the small-{key} fixed points leave the agnostic point there and the branch "
             "followed here ends further, at a fold not located (docs/method.md section 9)")
 
