@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         # a point of the label that the rule's blocks do not reproduce, below the branch's floor: not on the branch
         reason, failed = _beside_reason(fp, args.branch, cfg)
         rec["reason"] = reason
+    elif fp.status.converged and fp.branch == args.branch and not reason:
+        reason = rec["reason"] = _finer_rule_reason(fp, args.branch, cfg)
     return print_record(rec, reason, fp.status.converged, args.json, census=True, failed=failed)
 
 
@@ -136,6 +138,21 @@ def _beside_reason(fp: Any, branch: str, cfg: Any) -> tuple[str, bool]:
     absent, note = beside_note(fp, branch, model_rule(fp.params, cfg), cfg)
     return (f"{not_found(fp, branch)}: {note}", not absent) \
         if note else ("", False)
+
+
+def _finer_rule_reason(fp: Any, branch: str, cfg: Any) -> str:
+    """The reason of a point on ``branch`` next to an agnostic point stable in the branch's direction that a finer
+    rule does not reproduce, the rule's own (:func:`~attnphase.numerics.phase.absence.finer_rule_note`; "" where it
+    does, or for any other point); where that rule's solve does not converge, a note on stderr."""
+    from attnphase.numerics.phase.absence import finer_rule_note
+    from attnphase.numerics.se.se_map import model_rule
+
+    absent, note = finer_rule_note(fp, branch, model_rule(fp.params, cfg), cfg)
+    if absent:
+        return f"{not_found(fp, branch)}: {note}"
+    if note:
+        print(f"attnphase: note: {note}", file=sys.stderr)
+    return ""
 
 
 def _point_error(fp: Any, cfg: Any, n_rules: int) -> Any:

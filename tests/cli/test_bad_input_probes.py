@@ -296,6 +296,18 @@ def test_missing_branch_is_exit_3(capsys, tmp_path):
     assert all("no semantic fixed point here" in r and ",agnostic," in r for r in rows[1:])
 
 
+def test_a_fast_tier_point_a_finer_rule_loses_is_the_branch_absent_exit_3(capsys):
+    # L = 3, simplex P, alpha = 2: sobol8:4 has a positional point (|m| ~ 0.1, its blocks reproduce it) beside an
+    # agnostic point stable in m; the fast tier's end rule, sobol10:4, falls to that point from it
+    assert main(["solve", "--alpha", "2", "--L", "3", "--P", "1,-1,0;-1,1,0;0,0,0", "--branch", "positional",
+                 "--precision", "fast", "--json"]) == 3
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["converged"] and rec["branch"] == "positional" and "exit code 3" in cap.err
+    assert rec["reason"].startswith("no positional fixed point found at alpha = 2, omega = 0.3: absent: ")
+    assert "on sobol10:4, a finer rule, the solve from that point reaches the agnostic point" in rec["reason"]
+
+
 def test_failed_solve_reports_no_overlaps(capsys):
     # a budget of one iteration cannot converge: the starting guess must not be printed as a result
     from attnphase.numerics.commands import point_record

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.absence import absence_note, landing_note
+from attnphase.numerics.phase.absence import absence_note, finer_rule_note, landing_note, projected_agnostic_eigenvalue
 from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR
 from attnphase.numerics.se import state_evolution as se
 from attnphase.numerics.se.se_map import model_rule
@@ -115,3 +115,30 @@ def test_a_diagram_with_no_semantic_point_says_why_alpha_l_is_missing():
     assert b.alpha_l != b.alpha_l and b.alpha_c != b.alpha_c
     assert ALPHA_L_NO_SEMANTIC in b.notes
     assert any(n.startswith("semantic branch absent at every alpha of the grid solved (1, 2)") for n in b.notes)
+
+
+SIMPLEX_L3 = ModelParams(L=3, omega=0.3, P=((1.0, -1.0, 0.0), (-1.0, 1.0, 0.0), (0.0, 0.0, 0.0)))
+
+
+def test_a_point_beside_a_stable_agnostic_point_that_a_finer_rule_loses_is_the_rules_not_the_branch():
+    # sobol8:4 (the fast tier's rule) has a positional fixed point at L = 3, simplex P, alpha = 2, |m| ~ 0.1, its blocks
+    # reproducing it; mu < 1 at the agnostic point beside it, and on sobol10:4 the solve from it falls to that point
+    cfg = replace(CFG, end_quadrature="sobol10:4")
+    fp = se.solve(SIMPLEX_L3, 2.0, "positional", config=cfg)
+    assert fp.status.converged and fp.branch == "positional" and float(abs(fp.overlaps.m).max()) > POSITIONAL_M_FLOOR
+    is_absent, note = finer_rule_note(fp, "positional", model_rule(SIMPLEX_L3, cfg), cfg)
+    assert is_absent and note.startswith("absent: the solve converged to |m| = ")
+    assert float(note.split("mu = ")[1].split(" ")[0]) < 1
+    assert "and on sobol10:4, a finer rule, the solve from that point reaches the agnostic point" in note
+    # without a finer rule nothing is shown
+    assert finer_rule_note(fp, "positional", model_rule(SIMPLEX_L3, cfg), replace(cfg, end_quadrature="sobol8:4")) == (
+        False, "")
+
+
+def test_a_point_beside_an_agnostic_point_unstable_in_its_direction_is_not_re_solved():
+    # L = 2, omega = 0.3, alpha = 2: mu > 1 at the agnostic point, the positional branch leaves it
+    params = ModelParams(omega=0.3)
+    fp = se.solve(params, 2.0, "positional", config=CFG)
+    assert fp.status.converged and fp.branch == "positional"
+    assert projected_agnostic_eigenvalue(fp, "positional", model_rule(params, CFG), CFG) > 1
+    assert finer_rule_note(fp, "positional", model_rule(params, CFG), CFG) == (False, "")
