@@ -110,7 +110,8 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
     absent where that solve reaches the agnostic point or a point of the label below the floor (the point was the
     rule's); (False, note) where it does not converge (nothing shown); (False, "") where it stays on the branch, for
     any other point, or without a finer rule.  ``solve --L 3 --P "1,-1,0;-1,1,0;0,0,0" --alpha 2 --branch positional
-    --precision fast``: m = 0.068 +- 0.018 on ``sobol8:4`` (mu = 0.6 beside it), the agnostic point on ``sobol10:4``.
+    --precision fast``: |m| = 0.096 (m_1 = 0.068 +- 0.018) on ``sobol8:4``, mu = 0.68 beside it, the agnostic point
+    on ``sobol10:4``.
     """
     finer = finer_rule(fp.params.L, config.end_quadrature, config.quadrature)
     if finer is None or branch not in EIGENVALUE or not on_branch(fp, branch):
