@@ -194,6 +194,7 @@ def test_solve_without_a_ridge_reaches_perfect_recovery(capsys: pytest.CaptureFi
     assert abs(rec["eps_g"]) < 1e-10 and rec["err_theta"] < 1e-8
 
 
+@pytest.mark.heavy
 def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: pytest.CaptureFixture[str]) -> None:
     """lam = 0 at alpha = 0.5, omega = 0: nothing bounds |Q| and the iterates run away (q ~ 1e3); the reason says so,
     with q where the iterates went farthest; with a ridge, where the solve converged, or where the iterates stayed
@@ -607,6 +608,7 @@ def test_a_semantic_point_the_rules_spread_is_replaced_by_another_point_followed
     assert solve_cmd._semantic_reproduced(cold, reproduced, None, 0)[0] is {"down": down, "cold": cold}[taken]
 
 
+@pytest.mark.heavy
 def test_a_cold_semantic_point_next_to_the_agnostic_one_gives_way_to_the_branch_followed_down(capsys) -> None:
     assert main(["solve", "--sigma", "0.8", "--omega", "0.2", "--alpha", "0.6273", "--branch", "semantic",
                  "--json"]) == 0

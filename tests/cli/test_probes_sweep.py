@@ -244,6 +244,7 @@ def test_a_bayes_optimal_sweep_says_why_its_bars_are_zero_or_nan(tmp_path, capsy
     assert "no recovery, q0 = 0 and of perfect recovery, q0 = rho0" in note and f"attnphase: note: {note}" in cap.err
 
 
+@pytest.mark.heavy
 def test_a_matrix_solve_that_stalls_on_a_jump_of_the_map_is_accepted_where_the_blocks_reproduce_it(capsys):
     # rank 2, omega = 0.2, alpha = 1.5, positional: the solve from the embedded start stalls at residual 4.8e-5 beside a
     # jump of the default rule's map of 1.2e-3 (a chain of warm solves down from alpha = 2 reaches a fixed point
@@ -309,6 +310,7 @@ def test_a_command_at_rank_3_says_its_solves_are_not_expected_to_converge(ranks,
     assert ("at r or r* >= 3 the state evolution's solves have not been seen to converge" in err) == noted
 
 
+@pytest.mark.heavy
 def test_a_matrix_point_whose_order_parameter_is_within_its_bar_is_warned_about(capsys):
     # r = 2, sigma = (0.5, 1), alpha = 2: the positional solve converges at |m| = 0.0049 +- 0.0070 (2 of 4 blocks on
     # the branch), where at r = 1 the positional branch is absent (the agnostic point's mu < 1); below the branch's

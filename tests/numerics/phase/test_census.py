@@ -515,6 +515,7 @@ def test_a_point_whose_polish_fails_from_its_first_start_is_polished_from_anothe
     assert res.points[0][1] == ("semantic cold", "agnostic cold", "positional cold")
 
 
+@pytest.mark.heavy
 def test_without_bars_a_point_below_its_floor_is_the_point_beside_it(capsys):
     """``census --error-estimate 0``: with no bars to merge within, a positional point of |m| = 0.002 (the agnostic
     point at the rule's resolution, its start's progress line said) was listed as a fourth fixed point; with bars

@@ -143,6 +143,7 @@ def _failing_at(alpha: float, branch: str, monkeypatch, from_agnostic: bool = Fa
     monkeypatch.setattr(grid_points, "positional_past_agnostic", past_agnostic)
 
 
+@pytest.mark.heavy
 def test_a_solver_failure_outside_the_bracket_leaves_alpha_c_and_is_named(monkeypatch):
     _failing_at(0.15, "positional", monkeypatch)
     b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.15,) + GRID)
@@ -151,6 +152,7 @@ def test_a_solver_failure_outside_the_bracket_leaves_alpha_c_and_is_named(monkey
     assert len(failure) == 1 and "not absence" in failure[0]
 
 
+@pytest.mark.heavy
 def test_a_positional_point_its_starts_miss_is_decided_from_the_agnostic_point(monkeypatch):
     # the paper's second A at omega = 0.1, alpha = 0.3636: the default start falls to the agnostic point (mu = 1.01),
     # the coarser rule's does not converge; started from the agnostic point there, as a sweep does, the positional
@@ -162,6 +164,7 @@ def test_a_positional_point_its_starts_miss_is_decided_from_the_agnostic_point(m
                for n in b.notes), b.notes
 
 
+@pytest.mark.heavy
 def test_a_retry_with_no_agnostic_point_to_start_from_leaves_the_point_unknown(monkeypatch):
     # the agnostic solve at 0.15 fails too: the positional point there stays unknown (a solver failure outside the
     # bracket), and the search goes on to alpha_c
@@ -199,6 +202,7 @@ def test_a_failure_past_the_branchs_located_end_is_not_named_a_solver_failure():
     assert not any("solver failure" in n for n in b.notes), b.notes
 
 
+@pytest.mark.heavy
 def test_a_failure_inside_the_bracket_leaves_alpha_c_unlocated(monkeypatch):
     _failing_at(0.25, "positional", monkeypatch)
     b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.2, 0.25, 1.0, 2.0))
@@ -211,6 +215,7 @@ def test_boundaries_with_an_alpha_c_are_kept():
     assert lpc.lowest_point_alpha_c(L3, b, CFG, GRID) is b
 
 
+@pytest.mark.heavy
 def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
     # lambda = 0.1, omega = 0.3: below alpha ~ 1 the agnostic point is Q = 0 (a fixed point at every alpha), at 6 a
     # non-zero one; warm from Q = 0 the agnostic solve at 6 failed and the search stopped ("the agnostic point was

@@ -218,6 +218,7 @@ def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
     assert a.method == b.method == "trace"
 
 
+@pytest.mark.heavy
 def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
     """Regression: with sobol12 seed 1 the trace from the sweep's last point (theta 0.39) met a step
     of alpha > 0.1 at theta ~ 0.3, where alpha(theta) is steep, and with two subdivisions stopped
