@@ -109,9 +109,17 @@ class SignSample:
         return UNSETTLED
 
     def describe(self) -> str:
-        """``0.3636: Delta -3e-07 +- 3.6e-07 (?)``."""
-        what = (f"{self.absent} absent" if self.absent else
-                f"Delta {self.delta:.2g} +- {self.err:.2g}" + (", one point at the rule" if self.same else ""))
+        """``0.3636: Delta -3e-07 +- 3.6e-07 (?)``; ``Delta 3.5e-06, no paired error`` where the bar is not known (fewer
+        than two block pairs converged), ``Delta not known`` where Delta e_t itself is not."""
+        if self.absent:
+            what = f"{self.absent} absent"
+        elif not math.isfinite(self.delta):
+            what = "Delta not known"
+        elif not math.isfinite(self.err):
+            what = f"Delta {self.delta:.2g}, no paired error"
+        else:
+            what = f"Delta {self.delta:.2g} +- {self.err:.2g}"
+        what += ", one point at the rule" if self.same and not self.absent else ""
         return f"{self.alpha:.4g}: {what} ({self.side})"
 
 

@@ -523,6 +523,18 @@ def test_the_unsettled_interval_from_samples() -> None:
     assert S(0.2, 1e-7, 1e-6, same=True).side == cs.A_SIDE and S(0.2, 0, 0, absent="A").side == cs.B_SIDE
 
 
+def test_a_sample_without_a_paired_error_says_so_rather_than_printing_nan() -> None:
+    """A sample whose paired error is not known (fewer than two block pairs converged) or whose Delta e_t is not known
+    says so in words: the notes never read "+- nan"."""
+    S = cs.SignSample
+    assert S(0.3636, -3e-7, 3.6e-7).describe() == "0.3636: Delta -3e-07 +- 3.6e-07 (?)"
+    assert (S(0.3636, 3.5e-6, math.nan, same=True).describe()
+            == "0.3636: Delta 3.5e-06, no paired error, one point at the rule (A)")
+    assert S(1.814, math.nan, math.nan).describe() == "1.814: Delta not known (?)"
+    assert S(1.418, math.nan, math.nan, absent="B").describe() == "1.418: B absent (A)"
+    assert "nan" not in " ".join(S(a, d, e).describe() for a, d, e in [(1, 1e-6, math.nan), (1, math.nan, 1e-6)])
+
+
 def test_settle_interval_bisects_both_edges_to_the_tolerance() -> None:
     """Delta = 0 on [0.3, 0.6] (unsettled), -1e-5 below, +1e-5 above: the edges are bisected from the samples
     (0, 0.45, 1) until each is bracketed within tol, and the interval reported covers [0.3, 0.6]."""
