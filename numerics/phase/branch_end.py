@@ -24,6 +24,7 @@ from attnphase.numerics.phase.bifurcation import branch_bifurcation
 from attnphase.numerics.phase.end_rule import points_below_crossing, traced_end_on_finer
 from attnphase.numerics.se.fixed_order_solve import solve_at_order
 from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.starts import check_branch
 from attnphase.theory.params import ModelParams
 
 #: A semantic point counts as on the branch only where |th0| is at least this, and the end trace stops there: near
@@ -70,14 +71,16 @@ def overlap_size(fp: FixedPoint, name: str) -> float:
 
 def on_branch(fp: FixedPoint, branch: str) -> bool:
     """Converged, labelled ``branch``, and each of its order parameters (:data:`BRANCH_FLOORS`) at or above its
-    floor, at every rank."""
+    floor, at every rank; ValueError for a ``branch`` that is no label of a fixed point (``"foo"``)."""
+    check_branch(branch)
     return (bool(fp.status.converged) and fp.branch == branch
             and all(overlap_size(fp, name) >= floor for name, floor in BRANCH_FLOORS.get(branch, ())))
 
 
 def below_floor(fp: FixedPoint, branch: str) -> bool:
     """Converged with ``branch``'s label but not on the branch: one of its order parameters below its floor
-    (:data:`BRANCH_FLOORS`), a point next to the agnostic one."""
+    (:data:`BRANCH_FLOORS`), a point next to the agnostic one; ValueError as :func:`on_branch`'s."""
+    check_branch(branch)
     return bool(fp.status.converged) and fp.branch == branch and not on_branch(fp, branch)
 
 

@@ -57,3 +57,12 @@ def test_a_point_of_the_label_below_a_floor_is_next_to_the_agnostic_one(th0, m, 
     assert below_floor(_point(_matrix(th0, m), "mixed"), "mixed") is below
     assert not below_floor(_point(_matrix(th0, m), "mixed", converged=False), "mixed")  # not converged: nothing
     assert not below_floor(_point(_matrix(th0, m), "mixed"), "semantic")  # another label
+
+
+def test_a_branch_that_is_no_label_is_an_error_not_a_point_off_it() -> None:
+    """``on_branch(fp, "foo")`` would be False for every point, so a misspelt label would pass as absence."""
+    point = _point(_matrix(0.4, 0.2), "mixed")
+    with pytest.raises(ValueError, match="branch must be one of"):
+        on_branch(point, "foo")
+    with pytest.raises(ValueError, match="branch must be one of"):
+        below_floor(point, "Mixed")
