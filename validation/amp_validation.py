@@ -40,6 +40,9 @@ LARGE_D_AT = ((0.7, 8000),)
 #: mean iterations of a run between alpha_WR and 1/L and above 1/L (measured: docs/bayes-optimal.md, "In validate").
 AMP_SECONDS_PER_ENTRY_ITERATION = 1.0e-9
 AMP_SETUP_ITERATIONS = 20
+#: Seeds per (alpha, d) of the AMP runs (quick: :data:`AMP_QUICK_SEEDS`).
+AMP_SEEDS = 8
+AMP_QUICK_SEEDS = 4
 AMP_MEAN_ITERATIONS_INSIDE = 620
 AMP_MEAN_ITERATIONS_ABOVE = 290
 
@@ -67,20 +70,32 @@ class AmpPlan:
                 "init_scale": self.amp.init_scale, "start": self.amp.start, "extra": [list(e) for e in self.extra]}
 
 
-def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu") -> AmpPlan:
+def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu",
+             d: int | None = None) -> AmpPlan:
     """The default plan: five alphas between alpha_WR and 1/L (where AMP's overlap is neither 0 nor 1) and one above
     1/L, at d = 500, 1000, 2000, 4000 (and 8000 at :data:`LARGE_D_AT`: the finite-size trend is slow near alpha_WR,
     docs/bayes-optimal.md), 8 seeds (quick: d = 200, 400, 4 seeds, two alphas).  Omega is set to 0.3 where the
-    model's is 1 (the fields are revealed for omega < 1; AMP does not depend on omega otherwise)."""
+    model's is 1 (the fields are revealed for omega < 1; AMP does not depend on omega otherwise).  ``seeds``: that
+    many instead; ``d``: a dimension that joins the series at every alpha."""
     p = params if params.omega < 1.0 else params.replace(omega=0.3)
     L = p.L
     wr = 1.0 / (L * (L + 1))
     inside = (0.35, 0.65) if quick else (0.25, 0.4, 0.55, 0.7, 0.85)
     alphas = tuple(round(wr + f * (1.0 / L - wr), 4) for f in inside) + (() if quick else (round(1.2 / L, 4),))
     ds = (200, 400) if quick else (500, 1000, 2000, 4000)
-    n = seeds if seeds is not None else (4 if quick else 8)
+    ds = ds if d is None else tuple(sorted(set(ds) | {int(d)}))
+    n = seeds if seeds is not None else (AMP_QUICK_SEEDS if quick else AMP_SEEDS)
     extra = () if quick else tuple((round(wr + f * (1.0 / L - wr), 4), d) for f, d in LARGE_D_AT)
     return AmpPlan(p, alphas, ds, tuple(range(n)), device=device, extra=extra)
+
+
+def validation_amp_plan(plan: Any, device: str = "cpu") -> AmpPlan:
+    """The AMP runs of ``validate``'s report for its plan (a
+    :class:`~attnphase.validation.campaign_plan.ValidationPlan`): :func:`amp_plan` with ``--d`` joining the series
+    and ``--seeds`` seeds where more than the default (as the finite-size series takes them: at least
+    :data:`AMP_SEEDS`, quick :data:`AMP_QUICK_SEEDS`)."""
+    least = AMP_QUICK_SEEDS if plan.quick else AMP_SEEDS
+    return amp_plan(plan.params, quick=plan.quick, seeds=max(least, len(plan.seeds)), device=device, d=plan.d)
 
 
 def amp_run_seconds(plan: AmpPlan) -> list[float]:

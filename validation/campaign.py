@@ -219,15 +219,16 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
 
 def bayes_optimal_section(plan: ValidationPlan, theory: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     """AMP at finite d against the Bayes-optimal state evolution and ERM against the BO error (the report's
-    section, :mod:`attnphase.validation.amp_validation`); AMP on the plan's device, its seeds' count.  ``{"skipped":
+    section, :mod:`attnphase.validation.amp_validation`); AMP on the plan's device, with its d and seeds
+    (:func:`~attnphase.validation.amp_validation.validation_amp_plan`).  ``{"skipped":
     reason}`` where the model is one AMP does not run on
     (:func:`~attnphase.validation.amp_run.amp_unsupported`)."""
     from .amp_run import amp_unsupported
-    from .amp_validation import amp_plan, erm_against_bayes, run_amp_plan
+    from .amp_validation import erm_against_bayes, run_amp_plan, validation_amp_plan
 
     if why := amp_unsupported(plan.params):
         return {"skipped": why}
     say = (lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if progress else None
     device = "cpu" if plan.device == "auto" else plan.device
-    amp = run_amp_plan(amp_plan(plan.params, quick=plan.quick, device=device), say)
+    amp = run_amp_plan(validation_amp_plan(plan, device), say)
     return {"amp": amp, "erm": erm_against_bayes(theory, plan.params)}

@@ -229,9 +229,9 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     asked = []
     real_plan = amp_validation.amp_plan
 
-    def two_seeds(p, quick=False, seeds=None, device="cpu"):
-        asked.append((p, quick))
-        return replace(real_plan(p, quick=quick, device=device), seeds=(0, 1))
+    def two_seeds(p, quick=False, seeds=None, device="cpu", d=None):
+        asked.append((p, quick, d))
+        return replace(real_plan(p, quick=quick, device=device, d=d), seeds=(0, 1))
 
     monkeypatch.setattr(campaign, "run_campaign", fake_campaign)
     monkeypatch.setattr(amp_validation, "amp_plan", two_seeds)
@@ -240,14 +240,14 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     monkeypatch.setattr(dataset, "write_netcdf", lambda ds, path: None)
     monkeypatch.setattr(jobs, "validation_dataset", lambda results, theories, attrs: None)
     campaign.run_validation(plan, tmp_path, progress=False)
-    assert asked == [(params, True)]  # the validation's model and plan size reach the AMP plan
+    assert asked == [(params, True, 12)]  # the validation's model, plan size and d reach the AMP plan
 
     text = (tmp_path / "report.md").read_text()
     bo = json.loads((tmp_path / "summary.json").read_text())["bayes_optimal"]
     assert "## The Bayes-optimal estimator: AMP and ERM against it" in text
     amp, erm = bo["amp"], bo["erm"]
-    quick = real_plan(params, quick=True)
-    assert len(amp["runs"]) == 2 * len(quick.alphas) * len(quick.ds)
+    quick = real_plan(params, quick=True, d=12)
+    assert quick.ds == (12, 200, 400) and len(amp["runs"]) == 2 * len(quick.alphas) * len(quick.ds)
     assert [(r["alpha"], r["d"]) for r in amp["rows"]] == [(a, d) for a in quick.alphas for d in quick.ds]
 
     # summary.json's rows are the runs' statistics and the state evolution's q0
@@ -275,8 +275,8 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     assert [float(c[0]) for c in trends] == pytest.approx([t["alpha"] for t in amp["trends"]], rel=1e-4)
     for cells, t in zip(trends, amp["trends"]):
         assert cells[4] == t["verdict"] and cells[4].startswith(("agrees", "disagrees"))
-        # the quick plan's two dimensions make no finite-size fit (test_two_dimensions_make_no_finite_size_fit)
-        assert t["fit_a"] is None and cells[2] == cells[3] == "-"
+        # with the plan's d = 12 the series has three dimensions: a finite-size fit, its value in the table
+        assert t["fit_a"] is not None and _pm(cells[2])[0] == pytest.approx(t["fit_a"], abs=5.1e-5)
 
     # ERM against BO: the theory's global minimum, the informative branch's eps_g, the closest alpha in the sentence
     bmodel = BayesModel.of(params)
@@ -345,3 +345,17 @@ def test_the_bayes_optimal_section_is_left_out_for_correlated_tokens(capsys):
         markdown_lines(section)
     announce_campaign(plan, ExecutorSpec(workers=1), argparse.Namespace(quiet=True, large=False))
     assert "Bayes-optimal section (AMP against its state evolution) is left out" in capsys.readouterr().err
+
+
+def test_validate_s_d_and_seeds_reach_its_amp_runs():
+    """``validate --d 8000 --seeds 12`` runs AMP at d = 8000 too and with 12 seeds; the default plan's d and seeds
+    leave the AMP series as it is (its d among them, fewer seeds than its least)."""
+    from attnphase.validation.amp_validation import validation_amp_plan
+    from attnphase.validation.campaign_plan import validation_plan
+
+    default = validation_amp_plan(validation_plan())
+    assert default.ds == amp_plan(ModelParams()).ds and len(default.seeds) == 8
+    assert validation_amp_plan(validation_plan(quick=True)).ds == amp_plan(ModelParams(), quick=True).ds
+    more = validation_amp_plan(validation_plan(d=8000, seeds=12))
+    assert more.ds == (500, 1000, 2000, 4000, 8000) and more.seeds == tuple(range(12))
+    assert len(validation_amp_plan(validation_plan(quick=True, seeds=1)).seeds) == 4

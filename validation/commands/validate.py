@@ -37,11 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="d = 200 and a smaller grid (its estimate is announced; docs/validation.md, Cost)")
     p.add_argument("--d", type=int, default=None,
-                   help="override the main dimension (default 1000, quick 200); a larger one joins the finite-size "
-                   "series (e.g. --d 2000: docs/validation.md, 'At d >= 2000')")
+                   help="override the main dimension (default 1000, quick 200); another one joins the finite-size "
+                   "series and the Bayes-optimal section's AMP series (e.g. --d 2000: docs/validation.md, "
+                   "'At d >= 2000')")
     p.add_argument("--seeds", type=int, default=None,
                    help="seeds per point (default 4, quick 2; general suite 4, quick 3); the finite-size series runs "
-                   "at least 6 (quick 4)")
+                   "at least 6 (quick 4), the Bayes-optimal section's AMP at least 8 (quick 4)")
     add_training_options(p)
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)",
                           command="validate")
@@ -83,14 +84,14 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
                             f"{workload.simulation_seconds(plan.d, 1.0):.2g} s per simulation at alpha = 1",
                             quiet=args.quiet)
     from attnphase.validation.amp_run import amp_unsupported
-    from attnphase.validation.amp_validation import amp_plan, amp_run_seconds  # the report's AMP section, after it
+    from attnphase.validation.amp_validation import amp_run_seconds, validation_amp_plan  # the report's AMP section
 
     if why := amp_unsupported(plan.params):
         print(f"attnphase: note: the report's Bayes-optimal section (AMP against its state evolution) is left out: "
               f"{why}", file=sys.stderr)
         return
     workload.announce_tasks("then the Bayes-optimal section's AMP runs (in this process)",
-                            amp_run_seconds(amp_plan(plan.params, quick=plan.quick)), 1,
+                            amp_run_seconds(validation_amp_plan(plan)), 1,
                             "validation/amp_validation.py's cost model of one AMP run", quiet=args.quiet)
 
 
