@@ -39,7 +39,7 @@ def _gone_on(res, branch: str) -> tuple[list, Any, str]:
     from attnphase.numerics.phase.branch_end import on_branch
 
     key = {"semantic": "theta", "positional": "m"}.get(branch)
-    on = [p for p in res.points if on_branch(p, branch)]
+    on = [p for i, p in enumerate(res.points) if on_branch(p, branch) and not res.rule_point(i)]
     if key is None or not math.isfinite(res.end.alpha) or any(p.is_matrix for p in on):
         return [], None, ""
     inside = [p for p in on if not res.past_end(p.alpha)]
@@ -126,6 +126,8 @@ def row_reasons(res, branch: str) -> list[str]:
                 "this alpha gives it)")
 
     def reason(i: int, fp) -> str:
+        if res.rule_point(i):  # on the branch by its label and floor, but the solve rule's point (a finer rule's)
+            return f"{none}: {res.rule_point(i)}"
         if on_branch(fp, branch):
             return ""
         where_here = birth if fp.alpha < born else where  # NaN compares False

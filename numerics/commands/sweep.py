@@ -211,6 +211,14 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             if res.birth_note:
                 print(f"attnphase: {birth_line(res)}" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
                       file=sys.stderr)
+            if rule_rows := [fp.alpha for i, fp in enumerate(res.points) if res.rule_point(i)]:
+                one = len(rule_rows) == 1
+                print(f"attnphase: note: the {args.branch} point{'' if one else 's'} at alpha = "
+                      f"{', '.join(f'{a:g}' for a in rule_rows)}" + (f" at omega = {w:g}" if len(omegas) > 1 else "")
+                      + f" {'is' if one else 'are'} the solve rule's ({cfg.quadrature}): the solve from "
+                      f"{'it' if one else 'each'} on a finer rule reaches the agnostic point (the reason column), so "
+                      f"{'it is' if one else 'they are'} not on the branch; a finer --quadrature or --precision "
+                      "follows the branch there", file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),

@@ -12,6 +12,7 @@ import numpy as np
 
 from attnphase.execution import Outcome, Task, code_version, task_key
 from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.phase.absence import finer_rule_rows
 from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
 from attnphase.numerics.phase.boundary_results import Boundaries, failed_boundaries
 from attnphase.numerics.phase.census import census_check
@@ -119,13 +120,14 @@ def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig, int], prog
     (:func:`~attnphase.numerics.phase.continuation.judged_sweep`) and the point of its label a cold solve reaches at
     each point off the branch (:func:`~attnphase.numerics.phase.continuation.cold_points_off_branch`); at r = r* = 1
     the positional branch's birth below its first point
-    (:func:`~attnphase.numerics.phase.positional_birth.sweep_birth`); ``progress`` is called after each point
-    (in-process runs)."""
+    (:func:`~attnphase.numerics.phase.positional_birth.sweep_birth`) and its points on the branch that a finer rule
+    does not reproduce (:func:`~attnphase.numerics.phase.absence.finer_rule_rows`, as ``attnphase solve`` judges
+    its point); ``progress`` is called after each point (in-process runs)."""
     params, alphas, branch, cfg, n_rules = job
     sw = sweep(params, alphas, branch, config=cfg, progress=progress)
     if not is_scalar_form(params.r, params.r_star):
         return _portable(cold_points_off_branch(params, judged_sweep(sw, cfg, n_rules), cfg, n_rules))
-    sw = sweep_birth(params, sw, cfg)
+    sw = finer_rule_rows(sweep_birth(params, sw, cfg), cfg)
     if cfg.error_bars:
         sw = replace(sw, errors=point_errors(sw.points, cfg, n_rules))
     return _portable(sw)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, on_branch, overlap_size
@@ -24,8 +25,12 @@ from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule, finer_rule
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.results import FixedPoint, runaway_q
+from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.stalls import AGNOSTIC_EIGENVALUE
 from attnphase.numerics.se.state_evolution import solve
+
+if TYPE_CHECKING:
+    from attnphase.numerics.phase.continuation import BranchSweep
 
 #: The eigenvalue of each branch's direction at the agnostic point, and its symbol.
 EIGENVALUE = {"positional": (m_stability_at, "mu", "m"), "semantic": (theta_stability_at, "lambda", "theta")}
@@ -135,6 +140,27 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
     if again.branch != branch:
         return False, f"{point} reaches the {again.branch} point: whether the point is the rule's is not shown"
     return False, ""
+
+
+def finer_rule_rows(sw: BranchSweep, config: SolverConfig) -> BranchSweep:
+    """``sw`` (a sweep at r = r* = 1 on ``config``) with its :attr:`~attnphase.numerics.phase.continuation.BranchSweep.
+    rule_points`: its points on the branch judged as ``attnphase solve`` judges its point (:func:`finer_rule_note`),
+    the note where the solve from one on the finer rule reaches the agnostic point (the point was the rule's), ""
+    elsewhere.  Such points lie where the finer rule's branch has ended and the solve rule's goes on, at the ends of
+    the stretch of points on the branch: the points are judged from each end of it inwards, up to the first that the
+    check keeps (one eigenvalue each, and a solve on the finer rule where it is below 1; two eigenvalues where none
+    is the rule's)."""
+    on = [i for i, fp in enumerate(sw.points) if on_branch(fp, sw.branch)]
+    notes = [""] * len(sw.points)
+    for side in (on, on[::-1]):
+        for i in side:
+            if notes[i]:
+                continue  # judged from the other end
+            absent, note = finer_rule_note(sw.points[i], sw.branch, model_rule(sw.points[i].params, config), config)
+            if not absent:
+                break
+            notes[i] = note
+    return replace(sw, rule_points=tuple(notes)) if any(notes) else sw
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,10 @@ class BranchSweep:
         birth: the positional branch's birth from the agnostic point below its first point on the branch
             (:func:`~attnphase.numerics.phase.positional_birth.sweep_birth`; NaN alpha where none was located),
             ``birth_note`` what was found there ("" where nothing was looked for).
+        rule_points: per point, where it is on the branch by its label and floor but a finer rule's solve from it
+            reaches the agnostic point (a point of the solve rule's jumps,
+            :func:`~attnphase.numerics.phase.absence.finer_rule_rows`), why; "" elsewhere (empty when not looked
+            for).  Such a point is not on the branch (:meth:`on_branch`).
     """
 
     branch: str
@@ -82,6 +86,11 @@ class BranchSweep:
     others: tuple[FixedPoint | None, ...] = ()
     birth: BranchEnd = NO_END
     birth_note: str = ""
+    rule_points: tuple[str, ...] = ()
+
+    def rule_point(self, i: int) -> str:
+        """Why point i is the solve rule's (:attr:`rule_points`), "" where it is not."""
+        return self.rule_points[i] if self.rule_points else ""
 
     def past_end(self, alpha: float) -> bool:
         """Whether ``alpha`` lies past the branch's end located in the range (on the side where it does not exist)."""
@@ -90,8 +99,9 @@ class BranchSweep:
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label, with the order parameter above the
-        branch's floor (:func:`attnphase.numerics.phase.branch_end.on_branch`)."""
-        return [p for p in self.points if on_branch(p, self.branch)]
+        branch's floor (:func:`attnphase.numerics.phase.branch_end.on_branch`), that are not the solve rule's
+        (:attr:`rule_points`)."""
+        return [p for i, p in enumerate(self.points) if on_branch(p, self.branch) and not self.rule_point(i)]
 
 
 def sweep(

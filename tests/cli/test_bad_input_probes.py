@@ -308,6 +308,19 @@ def test_a_fast_tier_point_a_finer_rule_loses_is_the_branch_absent_exit_3(capsys
     assert "on sobol10:4, a finer rule, the solve from that point reaches the agnostic point" in rec["reason"]
 
 
+@pytest.mark.heavy  # about 15 s: the sweep's two rows, their bars and the finer rule's solve
+def test_a_fast_tier_sweep_row_a_finer_rule_loses_is_off_the_branch_as_solve_says(tmp_path, capsys):
+    # the same point as a sweep's row: its reason says absent, it is not counted on the branch, a note says why
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--alpha", "2", "--L", "3", "--P", "1,-1,0;-1,1,0;0,0,0", "--branch", "positional",
+                 "--precision", "fast", "--out", str(out), "--quiet", "--json"]) == 3
+    cap = capsys.readouterr()
+    row = json.loads(cap.out)["rows"][0]
+    assert row["branch"] == "positional" and row["reason"].startswith("no positional fixed point here: absent: ")
+    assert "on sobol10:4, a finer rule, the solve from that point reaches the agnostic point" in row["reason"]
+    assert "the positional point at alpha = 2 is the solve rule's (sobol8:4)" in cap.err
+
+
 def test_failed_solve_reports_no_overlaps(capsys):
     # a budget of one iteration cannot converge: the starting guess must not be printed as a result
     from attnphase.numerics.commands import point_record
@@ -867,7 +880,7 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
     status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=matrix, status=status) for a in (1.0, 2.0)]
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
-                          others=(), birth=NO_END, past_end=lambda a: a > 1.7476)
+                          others=(), birth=NO_END, rule_point=lambda i: "", past_end=lambda a: a > 1.7476)
     on, past = reasons.row_reasons(res, "mixed")
     assert on == "" and "the branch ends at alpha = 1.748 (fold) and exists below it" in past
     if matrix:
@@ -892,7 +905,8 @@ def test_a_sweep_row_off_the_branch_where_its_end_says_it_exists_is_a_solver_fai
     status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
     points = [SimpleNamespace(alpha=a, branch="semantic", is_matrix=False, status=status) for a in (0.7, 0.72, 0.8)]
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(0.7164, "bifurcation", "eigenvalue"),
-                          end_side="below", others=(), birth=NO_END, past_end=lambda a: a < 0.7164)
+                          end_side="below", others=(), birth=NO_END, rule_point=lambda i: "",
+                          past_end=lambda a: a < 0.7164)
     past, inside, on = reasons.row_reasons(res, "semantic")
     assert on == "" and past.startswith("no semantic fixed point here: the solve reached a point whose semantic")
     assert inside.startswith(f"{reasons.SOLVER_FAILURE}: the solve reached a point whose semantic order parameter is "
@@ -918,7 +932,7 @@ def test_a_sweep_row_past_an_end_located_by_solver_failure_is_a_failure_not_an_a
               SimpleNamespace(alpha=2.0, branch=None, is_matrix=False, status=bad)]
     for kind, absent in (("solver failure", False), ("fold", True)):
         res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.8348, kind, "bisection"), end_side="above",
-                              others=(), birth=NO_END, past_end=lambda a: a > 1.8348)
+                              others=(), birth=NO_END, rule_point=lambda i: "", past_end=lambda a: a > 1.8348)
         on, past = reasons.row_reasons(res, "positional")
         assert on == ""
         assert past.startswith("no positional fixed point here") if absent else \
@@ -946,7 +960,8 @@ def test_a_sweep_row_past_an_end_the_branch_outlasts_is_a_failure_not_an_absence
     for m_past, absent in ((0.163, False), (0.01, True)):  # a point of the branch past the end; the rule's noise
         points[1].record["m"] = m_past
         res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.765, "bifurcation", "eigenvalue"),
-                              end_side="below", others=(), birth=NO_END, past_end=lambda a: a > 1.765)
+                              end_side="below", others=(), birth=NO_END, rule_point=lambda i: "",
+                              past_end=lambda a: a > 1.765)
         *_, past = reasons.row_reasons(res, "positional")
         assert past.startswith("no positional fixed point here") if absent else past.startswith(
             "not converged: the branch goes on past the end located at alpha = 1.765 (on the branch at 2.171)"), past
@@ -966,7 +981,7 @@ def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(mo
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=True, status=status) for a in (1.0, 2.0, 3.0)]
     cold = SimpleNamespace(alpha=2.0, observables=SimpleNamespace(e_t=0.0027729))
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
-                          others=(None, cold, None), birth=NO_END,
+                          others=(None, cold, None), birth=NO_END, rule_point=lambda i: "",
                           past_end=lambda a: a > 1.7476)
     on, found, none = reasons.row_reasons(res, "mixed")
     assert on == "" and found.endswith("; a cold solve reaches a mixed point here, e_t = 0.0027729 (`attnphase "

@@ -133,6 +133,14 @@ def test_a_point_beside_a_stable_agnostic_point_that_a_finer_rule_loses_is_the_r
     # without a finer rule nothing is shown
     assert finer_rule_note(fp, "positional", model_rule(SIMPLEX_L3, cfg), replace(cfg, end_quadrature="sobol8:4")) == (
         False, "")
+    # a sweep's row there is judged alike: not on the branch, its reason the note (sweep --precision fast, as solve)
+    from attnphase.numerics.commands.row_reasons import row_reasons
+    from attnphase.numerics.phase.absence import finer_rule_rows
+    from attnphase.numerics.phase.continuation import BranchSweep
+
+    judged = finer_rule_rows(BranchSweep("positional", [fp]), cfg)
+    assert judged.rule_points == (note,) and judged.on_branch() == []
+    assert row_reasons(judged, "positional") == [f"no positional fixed point here: {note}"]
 
 
 def test_a_point_beside_an_agnostic_point_unstable_in_its_direction_is_not_re_solved():
@@ -142,3 +150,8 @@ def test_a_point_beside_an_agnostic_point_unstable_in_its_direction_is_not_re_so
     assert fp.status.converged and fp.branch == "positional"
     assert projected_agnostic_eigenvalue(fp, "positional", model_rule(params, CFG), CFG) > 1
     assert finer_rule_note(fp, "positional", model_rule(params, CFG), CFG) == (False, "")
+    from attnphase.numerics.phase.absence import finer_rule_rows
+    from attnphase.numerics.phase.continuation import BranchSweep
+
+    sw = BranchSweep("positional", [fp])
+    assert finer_rule_rows(sw, CFG) is sw and sw.on_branch() == [fp]  # a sweep's row there stays on the branch
