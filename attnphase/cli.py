@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the chosen subcommand; returns the exit code."""
+    from attnphase.execution.executor import THREAD_ENV
+
+    for name, value in THREAD_ENV.items():  # before any command imports numba
+        os.environ.setdefault(name, value)
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # named by the command's parser: `see attnphase solve --help`, where the command's options are

@@ -21,6 +21,13 @@ from attnphase import interrupts, work
 from attnphase.execution.store import Outcome, ResultStore
 from attnphase.execution.tasks import Task
 
+#: OpenMP settings of every process that runs tasks, where not set already (a command's own process:
+#: :func:`attnphase.cli.main`; a local worker: :func:`worker_env`): the compiled loops' threads sleep between parallel
+#: regions instead of spinning (read when the runtime loads) -- the same results and wall time, 20 % less CPU for
+#: `phase-diagram --rank 2 --omega 0.1` in one process, 14 % for a solve (docs/method.md section 10;
+#: ``OMP_WAIT_POLICY=`` gives the runtime's default).
+THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+
 #: The environment of every local worker process (set before it imports numba or numpy).
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -50,7 +57,7 @@ def worker_env(workers: int, cores: int) -> dict[str, str]:
     """WORKER_ENV with min(cores, 2 * max(1, cores // workers)) compiled threads that wait passively: the last
     tasks' loops use the cores the finished workers left (a node's result does not depend on it)."""
     threads = min(max(1, cores), 2 * max(1, cores // max(1, workers)))
-    return WORKER_ENV | {"NUMBA_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
+    return WORKER_ENV | THREAD_ENV | {"NUMBA_NUM_THREADS": str(threads)}
 
 
 @dataclass(frozen=True)

@@ -628,3 +628,18 @@ def test_a_signal_while_out_is_checked_leaves_no_probe_folder(tmp_path, monkeypa
     with pytest.raises(KeyboardInterrupt):
         outputs.check_out_dir(tmp_path / "pd")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_command_s_compiled_threads_wait_passively_unless_the_user_says_otherwise():
+    """``main`` sets OMP_WAIT_POLICY=PASSIVE before any command imports numba, where it is not set: a command's own
+    process then spends no CPU spinning between its compiled loops (docs/method.md section 10); a value the user
+    gave, an empty one included (the runtime's default), is kept.  In a subprocess: the OpenMP runtime reads it
+    once."""
+    code = ("import os, sys; from attnphase.cli import main; main(['solve', '--alpha', '-1']); "
+            "print(repr(os.environ.get('OMP_WAIT_POLICY')), 'numba' in sys.modules)")
+    for given, kept in ((None, "'PASSIVE'"), ("", "''"), ("ACTIVE", "'ACTIVE'")):
+        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+        if given is not None:
+            env["OMP_WAIT_POLICY"] = given
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.stdout.split() == [kept, "False"], proc.stderr
