@@ -151,16 +151,17 @@ def finer_rule_rows(sw: BranchSweep, config: SolverConfig) -> BranchSweep:
     check keeps (one eigenvalue each, and a solve on the finer rule where it is below 1; two eigenvalues where none
     is the rule's)."""
     on = [i for i, fp in enumerate(sw.points) if on_branch(fp, sw.branch)]
-    notes = [""] * len(sw.points)
+    notes: dict[int, str] = {}  # every point judged: its note, "" where the check keeps it
     for side in (on, on[::-1]):
         for i in side:
-            if notes[i]:
-                continue  # judged from the other end
-            absent, note = finer_rule_note(sw.points[i], sw.branch, model_rule(sw.points[i].params, config), config)
-            if not absent:
+            if i not in notes:  # else judged from the other end
+                absent, note = finer_rule_note(sw.points[i], sw.branch, model_rule(sw.points[i].params, config),
+                                               config)
+                notes[i] = note if absent else ""
+            if not notes[i]:
                 break
-            notes[i] = note
-    return replace(sw, rule_points=tuple(notes)) if any(notes) else sw
+    rule = tuple(notes.get(i, "") for i in range(len(sw.points)))
+    return replace(sw, rule_points=rule) if any(rule) else sw
 
 
 @dataclass(frozen=True)

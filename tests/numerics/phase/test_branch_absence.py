@@ -155,3 +155,30 @@ def test_a_point_beside_an_agnostic_point_unstable_in_its_direction_is_not_re_so
 
     sw = BranchSweep("positional", [fp])
     assert finer_rule_rows(sw, CFG) is sw and sw.on_branch() == [fp]  # a sweep's row there stays on the branch
+
+
+def test_a_sweep_s_rows_are_judged_from_each_end_inwards_each_once(monkeypatch):
+    """``finer_rule_rows`` judges the rows on the branch from the first inwards and from the last inwards, each side
+    stopping at the first row the check keeps, and never judges a row twice (one row on the branch: one judgement)."""
+    from types import SimpleNamespace
+
+    import attnphase.numerics.phase.absence as absence
+    from attnphase.numerics.phase.continuation import BranchSweep
+
+    rule = {0.5: False, 1.0: False, 1.5: True, 2.0: False, 2.5: True, 3.0: True}  # the finer rule loses 2.5 and 3
+    judged = []
+
+    def note(fp, branch, rule_, config):
+        judged.append(fp.alpha)
+        return (True, f"absent at {fp.alpha:g}") if rule[fp.alpha] else (False, "")
+
+    monkeypatch.setattr(absence, "finer_rule_note", note)
+    monkeypatch.setattr(absence, "model_rule", lambda params, config: None)
+    monkeypatch.setattr(absence, "on_branch", lambda fp, branch: fp.alpha != 0.5)
+    points = [SimpleNamespace(alpha=a, params=None) for a in rule]
+    out = absence.finer_rule_rows(BranchSweep("positional", points), CFG)
+    assert judged == [1.0, 3.0, 2.5, 2.0]  # 1.5 lies inside, between two kept rows: not judged
+    assert out.rule_points == ("", "", "", "", "absent at 2.5", "absent at 3")
+    judged.clear()
+    absence.finer_rule_rows(BranchSweep("positional", points[:2]), CFG)
+    assert judged == [1.0]
