@@ -1,7 +1,7 @@
 """alpha_c and alpha_l refined on finer rules than the solves', with their standard errors (docs/method.md
 sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule, :func:`corrected_alpha_c`),
 :func:`refine_alpha_l` (a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve
-rule's blocks).
+rule's blocks), :func:`global_alpha_l` (whether the semantic alpha_l is the global minimum's).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.quadrature.rules import finer_rule, make_rule, rule_blocks
 from attnphase.numerics.errors.replicates import block_config, linearised_root_error, replicate_count, standard_error
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
@@ -177,6 +178,23 @@ def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, 
         return alpha_l, alpha_c_err, ("alpha_l = alpha_c: the semantic eps_g is already below eps_lin where the "
                                       "semantic point becomes the lowest")
     return refine_alpha_l(list(s_on), alpha_l, cfg)
+
+
+def global_alpha_l(point: Callable[[str, float], FixedPoint], alpha_l: float, eps_lin: float) -> tuple[float, str]:
+    """(alpha_l, a note): NaN and why where the positional point, lower wherever the two branches were compared, is
+    lower at the semantic branch's crossing of eps_lin too (e_t of ``point("positional", alpha_l)`` below the
+    semantic one's): alpha_l is where the global minimum's eps_g drops below eps_lin, and the semantic point is not
+    the global minimum there."""
+    try:
+        sem, pos = (point(branch, alpha_l).observables for branch in ("semantic", "positional"))
+    except BranchLost:  # no positional point there: the semantic one is the lower
+        return alpha_l, ""
+    if not sem.e_t > pos.e_t:
+        return alpha_l, ""
+    side = "above" if pos.eps_g >= eps_lin else "below"
+    return math.nan, (f"alpha_l: none: the semantic eps_g meets eps_lin at alpha = {alpha_l:.4g}, where the positional "
+                      f"point lies lower (Delta e_t = {sem.e_t - pos.e_t:.2g}; no alpha_c), its eps_g "
+                      f"{pos.eps_g:.4g} {side} eps_lin")
 
 
 def alpha_c_method(config: SolverConfig, err: float, n_rules: int = 0) -> str:

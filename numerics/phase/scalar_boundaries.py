@@ -28,7 +28,7 @@ from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import (alpha_c_method, alpha_l_interval, corrected_alpha_c,
-                                                            refined_alpha_l)
+                                                            global_alpha_l, refined_alpha_l)
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns, exists_side
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension,
@@ -200,6 +200,9 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                     alpha_l = brent_root(gap, *br, xtol)
                 except BranchLost as exc:
                     lost = alpha_l_interval(s_on, eps_lin, *br, exc)
+                if lo is None and math.isfinite(alpha_l) and delta and all(d > 0 for _, d in delta):
+                    alpha_l, note = global_alpha_l(on_branch_solve, alpha_l, eps_lin)
+                    notes += [note] if note else []
                 if lo is None and (math.isfinite(alpha_l) or lost):
                     notes.append(f"{ALPHA_L_WITHOUT_ALPHA_C} (not measured from alpha_c)")
     else:

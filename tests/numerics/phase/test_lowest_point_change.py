@@ -237,8 +237,12 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
                     for d in (0.05, -0.05))
     assert above.branch == "positional" and 0.02 < np.abs(above.overlaps.m).max() < 0.1
     assert below.branch == "agnostic"
-    # alpha_l is the semantic branch's own crossing of eps_lin, and the notes say it is not measured from alpha_c
-    assert math.isfinite(b.alpha_l) and any(n.startswith("alpha_l: with no alpha_c") for n in b.notes)
+    # the semantic branch's own crossing of eps_lin lies where the positional point is lower (it is lower wherever
+    # the two were compared): not the global minimum's, so no alpha_l, and the notes say where and why
+    assert math.isnan(b.alpha_l) and b.alpha_l_branch == "", b.notes
+    why = [n for n in b.notes if n.startswith("alpha_l: none: the semantic eps_g meets eps_lin at alpha = ")]
+    assert len(why) == 1 and "where the positional point lies lower" in why[0] and "above eps_lin" in why[0], b.notes
+    assert not any(n.startswith("alpha_l: with no alpha_c") for n in b.notes)
 
 
 @pytest.mark.parametrize("crossing, slope, found, why", [
