@@ -122,6 +122,19 @@ def _sweep_rows(res, branch: str, columns: tuple[str, ...], eps_lin: float = mat
     return rows, listed, reasons
 
 
+def _bare_end_note(branch: str, bare: list[tuple[float, str]]) -> str:
+    """The ends located without an error bar, said ("" where none): at which omegas, and why where the way each was
+    located says (:data:`~attnphase.numerics.jobs.boundary_table.NO_BAR_METHODS`)."""
+    from attnphase.numerics.jobs.boundary_table import NO_BAR_METHODS
+
+    if not bare:
+        return ""
+    methods = {method for _, method in bare}
+    why = (NO_BAR_METHODS[next(iter(methods))] if len(methods) == 1 and next(iter(methods)) in NO_BAR_METHODS
+           else "the JSON's end.method says how it was located")
+    return f"the {branch} end has no error bar at omega = " + ", ".join(f"{w:g}" for w, _ in bare) + f": {why}"
+
+
 def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
             alphas: list[float], executor: Any, out_dir: Any) -> int:
     """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega`` (one task each),
@@ -172,6 +185,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
     objs, n_on, n_failed, cells, n_unbarred, listed = [], 0, 0, [], 0, []
+    bare_ends: list[tuple[float, str]] = []  # (omega, method) of each end located without an error bar
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     wrote: list[str] = []  # said once the files are in place
     dataset = f"sweep_{args.branch}{suffix}.nc"
@@ -197,6 +211,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             failed += missed
             n_on, n_failed = n_on + on, n_failed + failed
             ends = not math.isnan(res.end.alpha)
+            if ends and not finite(res.end.err):
+                bare_ends.append((float(w), res.end.method))
             if ends:
                 where = "above" if res.end_side == "below" else "below"
                 at = with_error(res.end.alpha, res.end.err) if finite(res.end.err) else f"{res.end.alpha:.4f}"
@@ -244,7 +260,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                          "rules reproduced the branch there (a spread needs two); such a point may be an artefact of "
                          "the rule")
         # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
-        said = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed), e_t_rule_note(cfg)) if n)
+        said = "; ".join(n for n in (bars_note, _bare_end_note(args.branch, bare_ends), exact_zero_rows_note(listed),
+                                     e_t_rule_note(cfg)) if n)
         note = {"error_note": said} if said else {}
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,

@@ -58,7 +58,8 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("notes", "the solver's notes", None),
     _v("status", "task status (done, stored, failed)", None),
     _v("error", "the task's error (empty: none)", None),
-    _v("end", "alpha where the branch ends (NaN: it spans the grid)", comment=_BRANCH_END),
+    _v("end", "alpha where the branch ends", comment=_BRANCH_END + "; NaN: no end located (the branch spans the grid, "
+       "or is on at none of its points)"),
     _v("end_kind", "how the branch ends", None),
     _v("birth", "alpha where the positional branch is born from the agnostic point below the sweep's first point on "
        "it (NaN: none located)"),

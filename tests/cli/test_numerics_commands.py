@@ -667,6 +667,28 @@ def test_a_boundary_without_a_bar_is_said_in_the_json_too(tmp_path, capsys):
     assert meta["error_note"].startswith("semantic_end has no error bar at omega = 0.3: a traced end")
 
 
+def test_a_sweep_end_without_a_bar_is_said_in_the_json_and_on_stderr(tmp_path, capsys):
+    """``sweep --branch-end trace``: the traced end's err was null, its error_note spoke of err_m only and stderr said
+    nothing (phase-diagram says why; README: a missing bar is said in the JSON's error_note and on stderr)."""
+    assert main(["sweep", "--omega", "0.3", "--alpha", "0.5,1", "--precision", "fast", "--branch-end", "trace",
+                 "--out", str(tmp_path), "--quiet", "--json"]) == 0
+    out, err = capsys.readouterr()
+    obj = json.loads(out)
+    assert obj["end"]["err"] is None and obj["end"]["method"] == "trace" and math.isfinite(obj["end"]["alpha"])
+    said = "the semantic end has no error bar at omega = 0.3: a traced end is the extreme alpha"
+    assert obj["error_note"].startswith(said) and said in err
+
+
+def test_the_bare_end_note_names_each_omega_and_a_reason():
+    from attnphase.numerics.commands.sweep import _bare_end_note
+
+    assert _bare_end_note("semantic", []) == ""
+    assert _bare_end_note("positional", [(0.1, "trace"), (0.2, "trace")]).startswith(
+        "the positional end has no error bar at omega = 0.1, 0.2: a traced end")
+    assert _bare_end_note("semantic", [(0.1, "trace"), (0.2, "bisection")]).endswith(
+        "the JSON's end.method says how it was located")
+
+
 def test_a_non_stochastic_A_is_refused_with_its_row_sums(capsys) -> None:
     """--A with rows of 0.33333333 (sums 1 - 1e-8) was refused as "A must be row-stochastic (non-negative rows summing
     to 1)" without the sums or the tolerance: a user could not tell what was wrong."""
@@ -716,3 +738,15 @@ def test_a_negative_e_t_is_said_to_be_round_off_of_a_vanishing_training_loss(cap
     assert main(["solve", "--lam", "0", "--omega", "0", "--alpha", "2", "--branch", "semantic", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["e_t"] < 0 and "< 0 is 0 to round-off" in rec["error_note"]
+
+
+def test_a_rank_two_point_without_bars_has_max_relative_error_null_as_at_rank_one(capsys):
+    """``solve --rank 2 --branch agnostic --alpha 2 --precision fast --json`` (1 of 4 replicates on the branch): its
+    err_* were null and max_relative_error was missing, where rank 1 gives it as null."""
+    from attnphase.numerics.commands.solve import _matrix_error_bars
+    from attnphase.numerics.config import SolverConfig
+
+    rec = _matrix_error_bars({}, {"replicates": 1, "replicates_tried": 4}, SolverConfig(), 0, "fast")
+    assert "max_relative_error" in rec and rec["max_relative_error"] is None
+    assert rec["error_note"].startswith("no error bars: only 1 of 4 replicates")
+    assert "1 of 4 replicates" in capsys.readouterr().err
