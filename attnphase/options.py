@@ -67,7 +67,7 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
     if distinct and len(set(values)) < len(values):
         twice = next(v for i, v in enumerate(values) if v in values[:i])
         raise ValueError(f"{option} values must be distinct (a grid point given twice: {twice:g}), got {text!r}")
-    return values
+    return [v + 0.0 for v in values]  # -0 is 0 (no "omega -0" in a table, no "omega-0" in a file name)
 
 
 def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "") -> float:

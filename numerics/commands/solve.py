@@ -244,13 +244,14 @@ def _matrix_error_bars(rec: dict, err: dict, cfg: Any, n_rules: int, tier: str) 
     from attnphase.numerics.errors.quadrature_error import error_bars_note
 
     if not err:
-        return rec | error_note(error_bars_note(cfg, n_rules))
+        return rec | {"max_relative_error": None} | error_note(error_bars_note(cfg, n_rules))
     rec.update(err)
     if rec["replicates"] < rec["replicates_tried"]:
         print(f"attnphase: note: error bars from {rec['replicates']} of {rec['replicates_tried']} replicates "
               "(the others did not converge on this branch)" + ("; none shown" if rec["replicates"] < 2 else ""),
               file=sys.stderr)
     if rec["replicates"] < 2:
+        rec["max_relative_error"] = None  # as at r = r* = 1 where no bar is made: the key is always there
         rec["error_note"] = (f"no error bars: only {rec['replicates']} of {rec['replicates_tried']} replicates "
                              "converged on this branch (a spread needs two)")
     else:

@@ -5,6 +5,7 @@ nothing heavy."""
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 
@@ -513,3 +514,11 @@ def test_the_precise_tier_runs_on_a_gpu_when_torch_sees_one(monkeypatch) -> None
     monkeypatch.delenv(config.BACKEND_ENV)
     monkeypatch.setattr(config, "gpu_visible", lambda: False)
     assert config.SolverConfig.for_precision("precise").backend == "auto"
+
+
+def test_negative_zero_is_zero() -> None:
+    """``--omega -0`` was kept as -0.0: "omega  -0" in solve's table, "omega": -0.0 in its JSON and a file named
+    sweep_semantic_omega-0.csv."""
+    for text in ("-0", "-0.0", "-0,0.3", "-0:0.2:3"):
+        first = opt.parse_values(text, "--omega")[0]
+        assert first == 0.0 and math.copysign(1.0, first) == 1.0, text
