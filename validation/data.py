@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from attnphase.theory.params import PAPER_P, ModelParams
+from attnphase.validation.samples import sample_count
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def n_samples(alpha: float, d: int) -> int:
     never a silent n = 1)."""
     if isinstance(alpha, bool) or not math.isfinite(float(alpha)) or alpha <= 0:
         raise ValueError(f"alpha (sample complexity n/d) must be a finite number > 0, got {alpha!r}")
-    n = math.floor(float(alpha) * check_dimension(d) + 0.5)
+    n = sample_count(alpha, check_dimension(d))
     if n < 1:
         raise ValueError(f"alpha d = {float(alpha) * d:.3g} (alpha = {alpha}, d = {d}): n = round(alpha d) = 0 "
                          f"training samples; raise alpha or d")

@@ -469,7 +469,24 @@ def test_simulate_refuses_no_training_sample(capsys, tmp_path, monkeypatch):
     _one_line_error(capsys, ["simulate", "--d", "2", "--alpha", "0.01"], ["--alpha 0.01", "--d 2", "n = round(alpha d)"],
                     tmp_path)
     _one_line_error(capsys, ["simulate", "--n-test", "2"], ["--n-test", ">= 100"], tmp_path)
-    _one_line_error(capsys, ["validate", "--quick", "--d", "3", "--out", "v"], ["--d 3", "need --d >= 6"], tmp_path)
+    # alpha 0.1 at d = 5 is alpha d = 1/2: one sample (halves up, as the training set is drawn), so 5 is enough
+    _one_line_error(capsys, ["validate", "--quick", "--d", "3", "--out", "v"], ["--d 3", "need --d >= 5"], tmp_path)
+
+
+def test_the_samples_said_are_the_samples_drawn(capsys):
+    """``simulate --d 10 --alpha 0.65`` drew n = 7 (floor(alpha d + 1/2)) but warned of round(6.5) = 6 and an
+    effective alpha 0.6 (Python's round() takes halves to even); alpha d = 1/2 was refused with one sample to draw."""
+    from attnphase.validation.commands.finite_d_options import check_plan_samples, check_samples, warn_rounded_alphas
+    from attnphase.validation.data import n_samples
+
+    for alpha, d in ((0.65, 10), (0.25, 10), (0.05, 50), (0.325, 20)):
+        check_samples(alpha, d)
+        assert f"n = round(alpha d) = {n_samples(alpha, d)} training samples: the effective alpha = n/d = " \
+               f"{n_samples(alpha, d) / d:.6g}," in capsys.readouterr().err
+    check_samples(0.01, 50)  # alpha d = 1/2: the one sample n_samples draws
+    check_plan_samples(0.1, 5)
+    warn_rounded_alphas([(0.65, 10)])
+    assert "alpha 0.65 at d = 10: n/d = 0.7" in capsys.readouterr().err
 
 
 def test_simulate_reports_n_and_the_effective_alpha(capsys):
@@ -486,7 +503,7 @@ def test_simulate_reports_n_and_the_effective_alpha(capsys):
 
 
 def test_validate_says_where_its_training_sets_round_alpha(capsys):
-    """``validate --quick --d 150`` trained alpha = 0.35 on n = 52 samples (n/d = 0.3467) and compared it with the
+    """``validate --quick --d 150`` trained alpha = 0.35 on n = 53 samples (n/d = 0.3533) and compared it with the
     theory at 0.35, where ``simulate`` warns of the effective alpha: the plan's rounded alphas are said once; the
     default plans round none."""
     from attnphase.validation.campaign_plan import validation_plan
@@ -497,7 +514,7 @@ def test_validate_says_where_its_training_sets_round_alpha(capsys):
 
     warn_rounded_alphas(pairs(validation_plan(quick=True, d=150)))
     err = capsys.readouterr().err
-    assert err.count("warning") == 1 and "alpha 0.35 at d = 150: n/d = 0.3467" in err
+    assert err.count("warning") == 1 and "alpha 0.35 at d = 150: n/d = 0.3533" in err
     for quick in (True, False):
         warn_rounded_alphas(pairs(validation_plan(quick=quick)))
     assert capsys.readouterr().err == ""

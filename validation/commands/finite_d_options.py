@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from attnphase.validation.samples import sample_count, smallest_dimension
 
 
 def add_training_options(p: argparse.ArgumentParser) -> None:
@@ -98,7 +99,7 @@ def _bytes(n: float) -> str:
 def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str) -> None:
     """The data of one simulation fit in memory: (n + n_test) x L x d numbers, twice (data and one
     working copy of the same size in the loss and its gradient).  ValueError with both numbers."""
-    n = max(1, round(alpha * d))
+    n = max(1, sample_count(alpha, d))
     need = 2 * (n + n_test) * L * d * (4 if dtype == "float32" else 8)
     have = available_memory()
     if need > have:
@@ -108,12 +109,13 @@ def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str) -> None:
 
 
 def check_samples(alpha: float, d: int) -> None:
-    """``n = round(alpha d)`` training samples, at least one (else a ValueError naming --alpha and --d); an
-    effective alpha n/d that differs from ``alpha`` is said on stderr."""
-    n = round(alpha * d)
+    """``n = round(alpha d)`` training samples (halves up, :func:`~attnphase.validation.samples.sample_count`, as
+    the training set is drawn), at least one (else a ValueError naming --alpha and --d); an effective alpha n/d that
+    differs from ``alpha`` is said on stderr."""
+    n = sample_count(alpha, d)
     if n < 1:
         raise ValueError(f"--alpha {alpha:g} --d {d}: n = round(alpha d) = round({alpha * d:.3g}) = 0 training "
-                         f"samples; need alpha d > 0.5 (raise --alpha or --d)")
+                         f"samples; need alpha d >= 0.5 (raise --alpha or --d)")
     if abs(n - alpha * d) > 1e-9 * alpha * d:
         print(f"attnphase: warning: n = round(alpha d) = {n} training samples: the effective alpha = n/d = "
               f"{n / d:.6g}, not --alpha {alpha:g}", file=sys.stderr)
@@ -122,9 +124,10 @@ def check_samples(alpha: float, d: int) -> None:
 def warn_rounded_alphas(pairs: Sequence[tuple[float, int]], compared: str = "the theory") -> None:
     """Say on stderr, once, the (alpha, d) of a plan whose training sets hold n = round(alpha d) samples with n / d
     not alpha, each with its effective alpha: their runs are compared with ``compared`` at the nominal alpha."""
-    off = sorted({(a, d) for a, d in pairs if abs(round(a * d) - a * d) > 1e-9 * a * d}, key=lambda x: (x[1], x[0]))
+    off = sorted({(a, d) for a, d in pairs if abs(sample_count(a, d) - a * d) > 1e-9 * a * d},
+                 key=lambda x: (x[1], x[0]))
     if off:
-        shown = ", ".join(f"alpha {a:g} at d = {d}: n/d = {round(a * d) / d:.4g}" for a, d in off[:6])
+        shown = ", ".join(f"alpha {a:g} at d = {d}: n/d = {sample_count(a, d) / d:.4g}" for a, d in off[:6])
         more = f" and {len(off) - 6} more" if len(off) > 6 else ""
         print(f"attnphase: warning: n = round(alpha d) training samples make the effective alpha = n/d differ from "
               f"the nominal one ({shown}{more}); these runs are compared with {compared} at the nominal alpha",
@@ -134,8 +137,8 @@ def warn_rounded_alphas(pairs: Sequence[tuple[float, int]], compared: str = "the
 def check_plan_samples(smallest_alpha: float, d: int) -> None:
     """A plan's smallest alpha at ``--d d`` has at least one training sample (n = round(alpha d)); else a
     ValueError naming --d and the smallest d that works."""
-    if round(smallest_alpha * d) < 1:
-        need = math.floor(0.5 / smallest_alpha) + 1
+    if sample_count(smallest_alpha, d) < 1:
+        need = smallest_dimension(smallest_alpha)
         raise ValueError(f"--d {d}: the plan's smallest alpha {smallest_alpha:g} has n = round(alpha d) = 0 training "
                          f"samples; need --d >= {need}")
 
