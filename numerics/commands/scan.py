@@ -98,13 +98,14 @@ def run(args: argparse.Namespace) -> int:
             cells = " ".join(f"{boundary_cell(row, k, barred):>{cell}}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(row[field]):>{width}} {row['omega']:7.3f} {cells}")
-        from attnphase.numerics.jobs.boundary_table import births_note, unbarred_note, unlocated_note
+    from attnphase.numerics.jobs.boundary_table import births_note, unbarred_note, unlocated_note
 
-        at, rows, r = f"{field},omega", summary["rows"], models[0].r
-        notes = [births_note(rows, r, at=at), unlocated_note(rows, r, at=at)]
-        notes += [unbarred_note(rows, r, at=at)] if summary["error_bars"] != "none" else []
-        for note in filter(None, notes):
-            print(f"attnphase: note: {note}", file=sys.stderr)
+    # the notes go to stderr with --json too (its stdout is the JSON alone)
+    at, rows, r = f"{field},omega", summary["rows"], models[0].r
+    notes = [births_note(rows, r, at=at), unlocated_note(rows, r, at=at)]
+    notes += [unbarred_note(rows, r, at=at)] if summary["error_bars"] != "none" else []
+    for note in filter(None, notes):
+        print(f"attnphase: note: {note}", file=sys.stderr)
     from attnphase.execution.progress import job_summary
 
     return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,

@@ -33,3 +33,26 @@ def test_scan_prints_its_cells_as_the_phase_diagram_does(tmp_path, capsys, monke
                  "--workers", "1", "--out", str(tmp_path / "s")]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[1].split()[2:] == ["1.2618", "1.4000", "0.7161", "nan"]
+
+
+def test_scan_json_keeps_its_notes_on_stderr(tmp_path, capsys, monkeypatch) -> None:
+    """``scan ... --json`` printed the JSON and dropped the notes it prints on stderr without --json (an unlocated
+    boundary, a birth): --json's stdout is the JSON alone, its messages still go to stderr."""
+    import json
+
+    import attnphase.numerics.jobs.scan_report as scan_report
+
+    rows = [{"lam": lam, "omega": 0.3, "alpha_c": 1.25 if lam < 0.05 else None, "alpha_l": 1.4, "semantic_end": 0.7161,
+             "positional_end": None, "notes": ""} for lam in (0.01, 0.1)]
+
+    def fake_run_scan(field, values, models, omegas, alphas, **_):
+        return {"rows": rows, "values": list(values), "error_bars": "none", "seconds": 0.0,
+                "tasks": {"total": 2, "computed": 2, "stored": 0, "failed": 0, "failures": ""}}
+
+    monkeypatch.setattr(scan_report, "run_scan", fake_run_scan)
+    for extra in ([], ["--json"]):
+        assert main(["scan", "--lam", "0.01,0.1", "--omega", "0.3", "--error-estimate", "0", "--quiet",
+                     "--workers", "1", "--out", str(tmp_path / "s"), *extra]) == 0
+        out, err = capsys.readouterr()
+        assert "attnphase: note: no boundary located (nan) for alpha_c at lam = 0.1, omega = 0.3" in err, extra
+    assert json.loads(out)["rows"][1]["alpha_c"] is None
