@@ -104,9 +104,9 @@ def _checked_model(args: argparse.Namespace, n_test: int) -> tuple[float, object
         raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = "
                          f"{params.P[0][0]:g} leaves no such direction; give a --P with P[0,0] > 0 or another --init")
     check_ranks_fit(params, args.d)
-    check_samples(alpha, args.d)
     check_memory(args.d, alpha, params.L, n_test, args.dtype)
     check_device(args.device)
+    check_samples(alpha, args.d)  # last: its warning follows every refusal (a refused run prints its error alone)
     opt.announce_defaults(args, params)
     import torch
 

@@ -184,12 +184,13 @@ def _run_general(args: argparse.Namespace) -> int:
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases, train=train_config(args))
     check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
-    warn_rounded_alphas([(a, plan.d) for a in (*plan.grid, *(a for c in plan.cases for a in c.alphas))])
     for case in plan.cases:
         need = max(case.params.L, case.params.r, case.params.r_star)
         if plan.d < need:
             raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
+    # said once every refusal is past (a refused run prints its one-line error alone)
+    warn_rounded_alphas([(a, plan.d) for a in (*plan.grid, *(a for c in plan.cases for a in c.alphas))])
     if not args.quiet:
         n, seeds = len(plan.cases), len(plan.seeds)
         if plan.quick and plan.d == 200:
