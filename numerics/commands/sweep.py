@@ -21,7 +21,8 @@ from attnphase.display import finite, with_error
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import (check_omega_file_names, command_line, error_note, model_and_config,
                                                 staged_job, task_store)
-from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo
+from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note,
+                                                      max_relative_error, model_echo, precision_note)
 from attnphase.numerics.commands.row_reasons import (SOLVER_FAILURE, beyond_end_note, birth_line, past_end_note,
                                                      row_reasons, several_branches)
 
@@ -186,6 +187,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                              progress=tbar)
     objs, n_on, n_failed, cells, n_unbarred, listed = [], 0, 0, [], 0, []
     bare_ends: list[tuple[float, str]] = []  # (omega, method) of each end located without an error bar
+    rel_errors: list[float] = []  # max_relative_error of each row on the branch with bars
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     wrote: list[str] = []  # said once the files are in place
     dataset = f"sweep_{args.branch}{suffix}.nc"
@@ -199,6 +201,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             res = o.value
             lin = teacher_eps_lin(params.replace(omega=w), cfg) if suffix else math.nan  # the rank-r* teacher's
             rows, as_lists, reasons = _sweep_rows(res, args.branch, columns, lin)
+            rel_errors += [max_relative_error(lst | {"branch": row["branch"]})
+                           for row, lst, why in zip(rows, as_lists, reasons) if not why]
             cells.append((float(w), res, o.status, o.error, rows))  # "done", or "stored" where read back
             listed += as_lists
             outputs.write_text_atomic(stage / path.name, csv_text(rows, columns))
@@ -279,6 +283,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     print(f"wrote {out_dir / record} and {dataset} (the run's model, solver, ends and rows; the dataset)",
           file=sys.stderr)
     error_note(said)
+    if finite_rel := [e for e in rel_errors if math.isfinite(e)]:  # as solve says of its point
+        precision_note(max(finite_rel), getattr(args, "precision", None) or "default")
     if jump_rows := [fp for _, res, status, _, _ in cells if res is not None for fp in res.points
                      if fp.status.converged and math.isfinite(fp.status.jump)]:
         print("attnphase: note: converged to the rule's jump scale (the residual above tol, the map jumping by more "

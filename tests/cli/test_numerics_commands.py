@@ -677,6 +677,12 @@ def test_a_sweep_end_without_a_bar_is_said_in_the_json_and_on_stderr(tmp_path, c
     assert obj["end"]["err"] is None and obj["end"]["method"] == "trace" and math.isfinite(obj["end"]["alpha"])
     said = "the semantic end has no error bar at omega = 0.3: a traced end is the extreme alpha"
     assert obj["error_note"].startswith(said) and said in err
+    # the rows' largest relative bar against the tier's target, as solve says of its point (sweep said nothing)
+    from attnphase.numerics.commands.point_record import max_relative_error
+
+    rel = max(max_relative_error(row) for row in obj["rows"] if not row["reason"])
+    assert rel > 0.01 and f"the largest relative error bar of the overlaps is {rel:.1e}, above the fast tier's " \
+                          "target 0.01" in err
 
 
 def test_the_bare_end_note_names_each_omega_and_a_reason():
