@@ -8,8 +8,8 @@ import math
 
 def sample_count(alpha: float, d: int) -> int:
     """n = floor(alpha d + 1/2): alpha d rounded to the nearest integer, halves up (12.5 gives 13, as 13.5 gives 14;
-    Python's round() would give 12); 0 for an alpha d below 1/2.  No validation (:func:`~attnphase.validation.data.
-    n_samples` validates)."""
+    Python's round() would give 12); 0 for an alpha d below 1/2.  No validation: the training sets'
+    :func:`~attnphase.validation.data.n_samples` validates."""
     return math.floor(float(alpha) * d + 0.5)
 
 
