@@ -362,6 +362,7 @@ def test_large_rules_and_long_runs_are_announced(capsys):
     assert "--bifurcation-quadrature sobol19:4" in err and "sobol18" not in err
 
 
+@pytest.mark.heavy
 def test_interrupt_leaves_nothing(tmp_path):
     # Ctrl-C in the middle of a phase diagram, before its one task finished: exit code 130, one line, neither
     # --out nor a staging folder (finished tasks would be kept in --out/tasks: tests/cli/test_execution_commands.py)

@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from attnphase import workload
 
@@ -33,6 +34,7 @@ def _task_cpu(p, alphas) -> float:
     return min(runs)
 
 
+@pytest.mark.heavy
 def test_a_bayes_task_grows_with_its_alphas_as_the_estimate_says():
     """One task of ``sweep --estimator bayes-optimal`` at L = 3 on 1 and on 21 alphas of 0.05-1.5 (the grids that
     calibrate it: a point's cost falls with alpha, 0.05 costs about 3x 1.0), in this process: the ratio of their CPU

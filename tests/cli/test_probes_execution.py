@@ -117,8 +117,9 @@ def _clean_exit(proc: subprocess.Popen, code: int, last: str) -> str:
     return err
 
 
-@pytest.mark.parametrize(("sig", "code", "last"), [(signal.SIGINT, 130, "attnphase: interrupted"),
-                                                   (signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)")])
+@pytest.mark.parametrize(("sig", "code", "last"), [
+    (signal.SIGINT, 130, "attnphase: interrupted"),
+    pytest.param(signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)", marks=pytest.mark.heavy)])
 def test_signal_during_cluster_start_exits_cleanly(sig, code, last, tmp_path):
     proc = _start(["phase-diagram", "--omega", "0.25,0.3", *SMALL, "--workers", "2", "--out", "pd"], tmp_path)
     # the staging folder appears just before the job's local cluster starts (a start takes seconds)
@@ -142,8 +143,9 @@ def test_sigterm_during_tasks_exits_143_and_keeps_the_finished_ones(tmp_path):
     assert all(p.name.endswith(".task") for p in (out / "tasks").iterdir())
 
 
-@pytest.mark.parametrize(("sig", "code", "last"), [(signal.SIGINT, 130, "attnphase: interrupted"),
-                                                   (signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)")])
+@pytest.mark.parametrize(("sig", "code", "last"), [
+    (signal.SIGINT, 130, "attnphase: interrupted"),
+    pytest.param(signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)", marks=pytest.mark.heavy)])
 def test_signal_while_the_command_loads_is_one_line(sig, code, last, tmp_path):
     reached = 0
     for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8, 1.2):  # importing the modules, parsing the options, checking them
@@ -182,6 +184,7 @@ def test_sigterm_to_the_process_group_of_a_starting_local_cluster_is_one_line(tm
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["pd"])  # no staging folder left beside --out
 
 
+@pytest.mark.heavy
 def test_ctrl_c_to_the_process_group_of_running_local_workers_is_one_line(tmp_path):
     """A Ctrl-C reaches every process of the group (``timeout -s INT 12 attnphase phase-diagram --omega 0:0.45:6
     --workers 2``): each worker running a task raised KeyboardInterrupt in its event loop and printed it, ~30 lines a
@@ -296,6 +299,7 @@ def test_scheduler_without_workers_is_a_timeout_not_a_wait_forever(capsys, tmp_p
     assert time.time() - t0 < 60, err
 
 
+@pytest.mark.heavy
 def test_workers_gone_mid_job_fail_the_unfinished_tasks(empty_scheduler):
     import threading
 
@@ -333,6 +337,7 @@ def test_scheduler_lost_mid_job_fails_the_unfinished_tasks(empty_scheduler):
     assert outs and all(o.status == "failed" for o in outs), outs
 
 
+@pytest.mark.heavy
 def test_scheduler_address_of_a_server_that_never_answers_is_refused():
     import socket
     import threading
@@ -529,6 +534,7 @@ def test_validate_many_seeds_needs_large(capsys, tmp_path):
 
 # --- scans over a per-token sigma; omega = 1; the curves figure at an omega of the run -----------------
 
+@pytest.mark.heavy
 def test_scan_over_per_token_sigma_is_written_end_to_end(tmp_path, capsys):
     pytest.importorskip("xarray")
     from attnphase.execution.dataset import open_dataset

@@ -48,7 +48,7 @@ def entry(monkeypatch):
     sys.excepthook, sys.unraisablehook = hook, unraisable
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.heavy)])
 def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp_path):
     code, last = STOP[sig]
     stopped = 0

@@ -217,6 +217,7 @@ def test_numerics_holds_no_hidden_module_level_caches() -> None:
     assert found == []
 
 
+@pytest.mark.heavy
 def test_a_cold_cache_announces_code_generation_and_compilation_once(tmp_path, monkeypatch, capsys) -> None:
     """First run on an empty cache: one line for the generated kernels and one for the numba JIT,
     on stderr; the second run is silent (everything is read from the cache)."""

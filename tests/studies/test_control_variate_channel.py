@@ -28,6 +28,9 @@ from attnphase.theory.params import ModelParams
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies"))  # the study's helper module
 from control_variate_channel import control_variate_moments  # noqa: E402
 
+# a study's measurements (studies/control_variate_channel.py), 4-5 s each: run with the heavy checks
+pytestmark = pytest.mark.heavy
+
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "quadrature_jumps_reference.json"
 KEYS = ("q0", "V0", "m_1", "th0", "E_M", "eps_g")
 SEEDS = 6

@@ -21,6 +21,9 @@ from attnphase.theory.params import ModelParams
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies"))  # the study's helper module
 from preintegrated_channel import TAIL_MASS, LineRule, OuterRule, preintegrated_moments  # noqa: E402
 
+# a study's measurement (studies/preintegrated_channel.py), about 2 s a line: run with the heavy checks
+pytestmark = pytest.mark.heavy
+
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "quadrature_jumps_reference.json"
 LINE = LineRule(cells=32, n_gl=8, root_steps=1, direction=(0.9, 0.5, 0.7, 0.3))
 

@@ -60,6 +60,7 @@ def test_continued_boundaries_equal_the_independent_ones(runs) -> None:
                 assert abs(abs(p.overlaps.th0) - abs(q.overlaps.th0)) < 1e-5 and abs(p.overlaps.q0 - q.overlaps.q0) < 1e-5
 
 
+@pytest.mark.heavy
 def test_a_wrong_prediction_falls_back_to_the_independent_computation(runs, monkeypatch) -> None:
     """alpha_c predicted 0.5 too high (its tolerance ~0.15): no bracket near it, so continued_boundaries raises
     ContinuationFailed naming alpha_c, and the omega is computed by phase_boundaries (the same numbers), the reason

@@ -51,6 +51,7 @@ def test_tasks_give_the_in_process_numbers_and_a_rerun_reads_them_back(in_proces
     assert fresh.counts["computed"] == 5 and numbers(fresh.result) == numbers(in_process)
 
 
+@pytest.mark.heavy
 def test_tasks_on_a_dask_cluster_give_the_in_process_numbers(in_process) -> None:
     pytest.importorskip("distributed")
     from distributed import LocalCluster
