@@ -125,14 +125,12 @@ def _sweep_rows(res, branch: str, columns: tuple[str, ...], eps_lin: float = mat
 
 def _bare_end_note(branch: str, bare: list[tuple[float, str]]) -> str:
     """The ends located without an error bar, said ("" where none): at which omegas, and why where the way each was
-    located says (:data:`~attnphase.numerics.jobs.boundary_table.NO_BAR_METHODS`)."""
-    from attnphase.numerics.jobs.boundary_table import NO_BAR_METHODS
+    located says (:func:`~attnphase.numerics.jobs.boundary_table.no_bar_reason`)."""
+    from attnphase.numerics.jobs.boundary_table import no_bar_reason
 
     if not bare:
         return ""
-    methods = {method for _, method in bare}
-    why = (NO_BAR_METHODS[next(iter(methods))] if len(methods) == 1 and next(iter(methods)) in NO_BAR_METHODS
-           else "the JSON's end.method says how it was located")
+    why = no_bar_reason({method for _, method in bare}, "the JSON's end.method says how it was located")
     return f"the {branch} end has no error bar at omega = " + ", ".join(f"{w:g}" for w, _ in bare) + f": {why}"
 
 

@@ -126,6 +126,13 @@ NO_BAR_METHODS = {"trace": "a traced end is the extreme alpha its trace reached 
                             "rule's blocks move, so it carries none (docs/method.md section 5)"}
 
 
+def no_bar_reason(methods: set[str], otherwise: str) -> str:
+    """Why boundaries located by ``methods`` carry no error bar: :data:`NO_BAR_METHODS`'s reason where they share one
+    method it knows, else ``otherwise``."""
+    return NO_BAR_METHODS[next(iter(methods))] if len(methods) == 1 and next(iter(methods)) in NO_BAR_METHODS \
+        else otherwise
+
+
 def unbarred_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     """The boundaries located without an error bar in a table that has them, said ("" when there are none): at which
     rows (named by their columns ``at``, as :func:`rows_named`), and why where the way it was located says
@@ -136,9 +143,7 @@ def unbarred_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
                 and not math.isfinite(_number(row.get(f"err_{k}")))]
         if not bare:
             continue
-        methods = {row.get(f"{k}_method") for row in bare}
-        why = (NO_BAR_METHODS[next(iter(methods))] if len(methods) == 1 and next(iter(methods)) in NO_BAR_METHODS
-               else "the row's notes say how it was located")
+        why = no_bar_reason({row.get(f"{k}_method") for row in bare}, "the row's notes say how it was located")
         said.append(f"{k} has no error bar at {rows_named(bare, at)}: {why}")
     return "; ".join(said)
 
