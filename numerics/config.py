@@ -175,14 +175,20 @@ class SolverConfig:
 
     def check_rules(self, L: int) -> None:
         """ValueError (naming the role and the sizes) when a rule of any role is too large at L:
-        the check a command runs before any work (:func:`attnphase.numerics.quadrature.rules.check_rule_size`)."""
-        from attnphase.numerics.quadrature.rules import check_rule_size
+        the check a command runs before any work (:func:`attnphase.numerics.quadrature.rules.check_rule_size`);
+        also when the e_t rule has fewer nodes than the solve rule (e_t re-read on it would be less accurate than the
+        solve's own, and its bar would not say so)."""
+        from attnphase.numerics.quadrature.rules import check_rule_size, rule_nodes
 
         for role, spec in self.rules().items():
             try:
                 check_rule_size(L, spec)
             except ValueError as exc:
                 raise ValueError(f"{role.replace('_', '-')}: {exc}") from None
+        if self.e_t_quadrature is not None and (n := rule_nodes(L, self.e_t_quadrature)) < rule_nodes(L, self.quadrature):
+            raise ValueError(f"e-t-quadrature: {self.e_t_quadrature} has {n} nodes at L = {L}, fewer than the solve rule "
+                             f"{self.quadrature}'s {rule_nodes(L, self.quadrature)}: e_t re-read on it would be less "
+                             f"accurate than the solve's own, and err_e_t would not say so; give a finer rule or none")
 
     def as_dict(self) -> dict[str, Any]:
         """Every field by name (for the JSON metadata of results)."""

@@ -63,6 +63,20 @@ def test_a_rule_given_too_large_still_names_its_own_option(capsys):
     assert capsys.readouterr().err.startswith("attnphase: error: --quadrature: ")
 
 
+@pytest.mark.parametrize("command, rule", [("solve", "sobol2"), ("census", "gh3"), ("scan", "sobol8:2")])
+def test_an_e_t_rule_coarser_than_the_solve_rule_is_refused(command, rule, capsys, tmp_path):
+    """``solve --precision fast --e-t-quadrature sobol2`` printed e_t = 0.00113 +- 0.00003 (the solve rule's 0.00233),
+    and the census and the scan ranked and located on it; a finer or equal rule runs."""
+    argv = [command, "--precision", "fast", "--e-t-quadrature", rule]
+    argv += ["--out", str(tmp_path)] if command != "solve" else []
+    argv += ["--lam", "0.1,0.01", "--omega", "0.3"] if command == "scan" else ["--alpha", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attnphase: error: --e-t-quadrature: {rule} has "), err
+    assert "fewer than the solve rule sobol8:4's 1024" in err[0]
+    assert not any(tmp_path.iterdir())
+
+
 def test_scan_over_an_L_beyond_the_limit_names_L(capsys, tmp_path):
     """scan was missing from the commands that solve the state evolution: ``--L 2,5`` was refused as
     ``--quadrature: L = 5``."""
