@@ -33,7 +33,8 @@ DESCRIPTION = (
 CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "m", "err_m", "V", "err_V", "theta",
                "err_theta", "stable", "leading_eigenvalue", "starts")
 
-#: census.csv's columns at r >= 2 or r* >= 2, before and after the invariants' (q0_eig_1 .., m_norm_1 ..).
+#: census.csv's columns at r >= 2 or r* >= 2, before and after the invariants' (q0_eig_1 .., m_norm_1 ..) and their
+#: bars (err_q0_eig_1 .., NaN without error bars).
 MATRIX_HEAD = ("rank_in_e_t", "branch", "e_t", "err_e_t", "delta_e_t", "err_delta_e_t", "separation_paired",
                "separation_combined", "eps_g", "err_eps_g")
 MATRIX_TAIL = ("stable", "leading_eigenvalue", "gauge_angle", "residual", "iterations", "starts", "replicates")
@@ -276,6 +277,14 @@ def _summary(obj: dict, cfg: Any) -> int:
     return 0
 
 
+def _invariant_bars(point: dict) -> dict:
+    """The point's invariants' bars as census.csv's columns (err_q0_eig_1 ..), those it has (a list each)."""
+    from attnphase.numerics.jobs.variables import INVARIANT_COLUMNS, flat_invariants
+
+    have = {f"err_{key}": point[f"err_{key}"] for key, _ in INVARIANT_COLUMNS if isinstance(point.get(f"err_{key}"), list)}
+    return flat_invariants(have, "err_") if len(have) == len(INVARIANT_COLUMNS) else {}
+
+
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
     """census.json, census.csv, census_starts.csv and census.nc, all or none."""
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
@@ -287,8 +296,11 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
     if is_scalar_form(params.r, params.r_star):
         cols, rows = list(CSV_COLUMNS), points
     else:
-        cols = list(MATRIX_HEAD) + list(invariant_columns(params.r, obj["teacher_rank"], params.L)) + list(MATRIX_TAIL)
+        invariants = invariant_columns(params.r, obj["teacher_rank"], params.L)
+        bars = tuple(f"err_{c}" for c in invariants)
+        cols = list(MATRIX_HEAD + invariants + bars + MATRIX_TAIL)
         rows = [{c: p.get(c) for c in MATRIX_HEAD + MATRIX_TAIL} | {"rank_in_e_t": k + 1} | flat_invariants(p)
+                | dict.fromkeys(bars, math.nan) | _invariant_bars(p)
                 for k, p in enumerate(points)]
     reached = {name: k + 1 for k, e in enumerate(res.entries) for name in e.starts}
     failed = {name: (rsd, msg) for name, rsd, msg in res.search.failures}

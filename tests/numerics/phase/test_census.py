@@ -14,7 +14,9 @@ it).
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import math
 from types import SimpleNamespace
@@ -406,6 +408,11 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     assert json.loads((tmp_path / "c" / "census.json").read_text()) == obj
     rows = (tmp_path / "c" / "census.csv").read_text().splitlines()
     assert len(rows) == 1 + len(res.entries) and rows[0].startswith("rank_in_e_t,branch,e_t,err_e_t")
+    # each invariant with its bar, as the JSON and the table have them (the files had the invariants bare)
+    table = list(csv.DictReader(io.StringIO("\n".join(rows))))
+    for row, point in zip(table, obj["fixed_points"]):
+        for key, short in (("q0_eigenvalues", "q0_eig"), ("V0_eigenvalues", "V0_eig"), ("m_norms", "m_norm")):
+            assert [float(row[f"err_{short}_{i + 1}"]) for i in range(2)] == point[f"err_{key}"], key
     starts = (tmp_path / "c" / "census_starts.csv").read_text().splitlines()
     assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,0,,0.2")
     from attnphase.execution.dataset import cf_problems, open_dataset
