@@ -205,10 +205,11 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
                          params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], cfg: SolverConfig,
                          error_estimate: int, command: str, t0: float, title: str, head: dict, *,
                          more: dict | None = None, tail: dict | None = None,
-                         scanned: dict[str, Sequence[Any]] | None = None) -> dict:
+                         scanned: dict[str, Sequence[Any]] | None = None, model: dict | None = None) -> dict:
     """``<stem>``.csv/.nc/.json of a boundaries job (phase-diagram; scan, the values ``scanned`` {field: values}
     before omega): ``table``'s rows, the dataset's cell i ``runs``' row i at the coordinates ``at[i]``; returns the
-    JSON's record, ``head``, ``more`` and ``tail`` before, amid and after the keys every such job has."""
+    JSON's record, ``head``, ``more`` and ``tail`` before, amid and after the keys every such job has; ``model``: the
+    datasets' model attribute (default ``params`` with omega and the scanned values "scanned")."""
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.variables import described
@@ -221,8 +222,10 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
     cells = [{"at": a, "b": b, "err": errors[i] if errors else None, "status": o.status if o.ok else "failed",
               "error": o.error} for i, (a, b, o) in enumerate(zip(at, runs.rows, runs.outcomes))]
     attrs = job_attrs("scan" if first else "phase-diagram", version=version, solver=cfg.as_dict(), rule=cfg.quadrature,
-                      model=params.to_dict() | {"omega": "scanned"} | dict.fromkeys(first, "scanned"), command=command,
-                      **({"scanned": first[0]} if first else {}), independent_rules=error_estimate,
+                      model=model or params.to_dict() | {"omega": "scanned"} | dict.fromkeys(first, "scanned"),
+                      command=command,
+                      **({"scanned": first[0]} if first else {}), **{k: head[k] for k in ("models",) if k in head},
+                      independent_rules=error_estimate,
                       error_bars=bars,
                       title=title + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
     coords = dict(scanned or {}) | {"omega": [float(w) for w in omegas]}

@@ -48,8 +48,20 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
                            errors=errs, model=f"{field} = {v}")
         table += [{field: v} | row for row in boundary_table(rows, errs)]
     at = [{field: coord[k // n], "omega": b.omega} for k, b in enumerate(runs.rows)]
+    fixed, per_value = scan_model(field, coord, models)
     return write_boundary_files(out_dir, "scan", table, runs, at, models[0], omegas, alphas, config, error_estimate,
                                 command, t0, f"Phase diagram of dot-product attention over {field} and omega",
-                                {"scanned": field, "values": coord,
-                                 "params": models[0].to_dict() | {field: "scanned", "omega": "scanned"}},
-                                scanned={field: coord})
+                                {"scanned": field, "values": coord, "params": fixed}
+                                | ({"models": per_value} if per_value else {}),
+                                scanned={field: coord}, model=fixed)
+
+
+def scan_model(field: str, values: Sequence[Any], models: Sequence[ModelParams]) -> tuple[dict, dict]:
+    """(the model the scan holds fixed: ``field`` and omega "scanned", every other parameter that differs between
+    the values' models "per value"; each value's model by its text where any does, else {}).  A scan over L takes
+    each L's A, P and sigma: they are the values' own, not the first one's."""
+    dicts = [m.to_dict() for m in models]
+    varying = {k for d in dicts[1:] for k in d if d[k] != dicts[0][k]} - {field, "omega"}
+    fixed = dicts[0] | dict.fromkeys(varying, "per value") | {field: "scanned", "omega": "scanned"}
+    per_value = {str(v): d | {"omega": "scanned"} for v, d in zip(values, dicts)} if varying else {}
+    return fixed, per_value

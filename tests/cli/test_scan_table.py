@@ -56,3 +56,17 @@ def test_scan_json_keeps_its_notes_on_stderr(tmp_path, capsys, monkeypatch) -> N
         out, err = capsys.readouterr()
         assert "attnphase: note: no boundary located (nan) for alpha_c at lam = 0.1, omega = 0.3" in err, extra
     assert json.loads(out)["rows"][1]["alpha_c"] is None
+
+
+def test_a_scan_over_L_records_each_values_model_not_the_first_ones() -> None:
+    """``scan --L 2,3`` wrote the L = 2 model's A, P and sigma as the scan's fixed model (scan.json's params and the
+    dataset's model attribute) though the L = 3 cells used a 3 x 3 A and P = I."""
+    from attnphase.numerics.jobs.scan_report import scan_model
+    from attnphase.theory import ModelParams
+
+    fixed, per_value = scan_model("L", [2, 3], [ModelParams(L=2), ModelParams(L=3)])
+    assert fixed["L"] == fixed["omega"] == "scanned" and fixed["A"] == fixed["P"] == fixed["sigma"] == "per value"
+    assert fixed["lam"] == 0.01 and per_value["3"]["A"] == ModelParams(L=3).to_dict()["A"]
+    assert per_value["2"]["P"] == [[1.0, -1.0], [-1.0, 1.0]] and per_value["3"]["omega"] == "scanned"
+    fixed, per_value = scan_model("lam", [0.01, 0.1], [ModelParams(lam=0.01), ModelParams(lam=0.1)])
+    assert per_value == {} and fixed == ModelParams().to_dict() | {"lam": "scanned", "omega": "scanned"}
