@@ -80,9 +80,14 @@ def run(args: argparse.Namespace) -> int:
         summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                            error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                            quiet=args.quiet, command=command_line())
-    from attnphase.numerics.jobs.boundary_table import with_unbarred_note
+        from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
+        from attnphase.numerics.jobs.boundary_table import with_unbarred_note
 
-    summary = with_unbarred_note(summary | error_note(error_bars_note(cfg, n_rules)), models[0].r, f"{field},omega")
+        # scan.json as --json prints it: the error note and each value's Bayes-optimal thresholds (its figure's lines)
+        summary = with_unbarred_note(summary | error_note(error_bars_note(cfg, n_rules)), models[0].r,
+                                     f"{field},omega")
+        summary |= {"bayes_optimal": {str(v): threshold_keys(m) for v, m in zip(summary["values"], models)}}
+        (stage / "scan.json").write_text(json.dumps(outputs.json_value(summary), indent=2, default=str))
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))

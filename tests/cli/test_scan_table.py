@@ -56,6 +56,12 @@ def test_scan_json_keeps_its_notes_on_stderr(tmp_path, capsys, monkeypatch) -> N
         out, err = capsys.readouterr()
         assert "attnphase: note: no boundary located (nan) for alpha_c at lam = 0.1, omega = 0.3" in err, extra
     assert json.loads(out)["rows"][1]["alpha_c"] is None
+    # scan.json holds what --json prints: the error note and each value's Bayes-optimal thresholds (its figure's
+    # lines), which the file lacked
+    saved = json.loads((tmp_path / "s" / "scan.json").read_text())
+    assert saved == {k: v for k, v in json.loads(out).items() if k != "out"}
+    assert saved["error_note"] == "no error bars: --error-estimate 0 asks for none"
+    assert saved["bayes_optimal"]["0.01"]["alpha_it"] == saved["bayes_optimal"]["0.1"]["alpha_it"] == 0.5
 
 
 def test_a_scan_over_L_records_each_values_model_not_the_first_ones() -> None:
