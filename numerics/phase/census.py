@@ -113,12 +113,13 @@ class Census:
     def above_minimum(self, entry: CensusEntry) -> dict[str, Any]:
         """``entry``'s height above the global minimum: Delta e_t, its paired error
         (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`), Delta / err paired, and
-        Delta / hypot(err_A, err_B) (the combined bar)."""
+        Delta / hypot(err_A, err_B) (the combined bar); the minimum's own separations are 0 (both, with bars)."""
         best = self.entries[0]
         delta, err, n = paired_difference(best, entry)
         comb = math.hypot(best.err("e_t"), entry.err("e_t"))
+        own = entry is best and math.isfinite(err)
         return {"delta_e_t": delta, "err_delta_e_t": err, "delta_pairs": n,
-                "separation_paired": delta / err if err > 0 else math.nan,
+                "separation_paired": 0.0 if own else delta / err if err > 0 else math.nan,
                 "separation_combined": delta / comb if comb > 0 else math.nan}
 
     def separation(self) -> float:

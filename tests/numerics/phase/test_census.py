@@ -354,6 +354,9 @@ def test_paired_difference_is_the_spread_of_the_per_block_differences(found) -> 
         sep = res.above_minimum(b)
         assert sep["separation_paired"] == pytest.approx(delta / err, rel=1e-12)
         assert sep["separation_combined"] == pytest.approx(delta / math.hypot(a.err("e_t"), b.err("e_t")), rel=1e-12)
+        # the minimum's own row: 0 both ways (census.csv had separation_paired nan beside separation_combined 0)
+        own = res.above_minimum(a)
+        assert own["separation_paired"] == own["separation_combined"] == own["delta_e_t"] == 0.0
     # synthetic replicates: a shared offset per block cancels in the difference
     offs = [0.0, 1e-5, -2e-5, 3e-5]
     reps = lambda fp, shift: tuple(dataclasses.replace(fp, observables=dataclasses.replace(
