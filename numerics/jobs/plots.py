@@ -325,7 +325,8 @@ def plot_branch_curves(
             ax.legend(fontsize=8)
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
-    fig.suptitle(title + ("  (bands: +- 1 standard error)" if errors else ""))
+    # the bands are the boundaries' (the points' bars, where the sweeps carry them, are error bars)
+    fig.suptitle(title + ("  (each boundary's band: +- 1 standard error)" if errors else ""))
     return saved(fig, path, dpi=120)
 
 
