@@ -121,7 +121,10 @@ def add_model_options(p: argparse.ArgumentParser, *, omega_range: bool = False, 
     g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
     many = f"; scan: a list, {RANGE_SYNTAX}" if scan else ""
     g.add_argument("--L", type=str if scan else int, default="2" if scan else 2, metavar="L",
-                   help=f"sequence length L >= 2 (default 2){many}")
+                   help=f"sequence length L >= 2 (default 2){many}; the state evolution supports L <= {SE_MAX_L}, "
+                   f"derive L <= {MAX_L_OTHER['derive'][0]}, simulate L <= {MAX_L_OTHER['simulate'][0]} (with "
+                   f"--estimator bayes-optimal or --algorithm amp L <= {MAX_BAYES_L[0]}); $ATTNPHASE_MAX_L lifts the "
+                   "limits")
     g.add_argument("--sigma", default="0.5", metavar="S",
                    help="token standard deviation sigma_l: one number for every token, or L numbers (a,b,c or "
                    "START:STOP:NUM) (default 0.5)" + ('; scan: several such values separated by ";"' if scan else ""))
@@ -260,6 +263,8 @@ def model_errors():
 #: The largest L of the commands that need no state evolution, and what it rests on (as the refusal says it).
 MAX_L_OTHER = {"derive": (7, "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s"),
                "simulate": (10, "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested")}
+#: The largest L the state evolution supports (numerics.quadrature.rules.MAX_SE_L; a test keeps them equal).
+SE_MAX_L = 4
 #: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
 SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "validate")
 #: The commands whose ``--estimator bayes-optimal`` (simulate: ``--algorithm amp``) solves the Bayes-optimal state

@@ -188,6 +188,25 @@ def test_solver_choices_and_defaults_are_those_of_numerics_config() -> None:
     assert {f for _, f in solver_options.SOLVER_OPTIONS} == set(solver_options.SOLVER_DEFAULTS)
 
 
+def test_the_L_limits_the_help_states_are_those_the_commands_apply() -> None:
+    """``--help`` said only "L >= 2"; each limit appeared at run time alone."""
+    import argparse
+
+    from attnphase import options
+    from attnphase.numerics.quadrature.rules import MAX_SE_L
+
+    assert options.SE_MAX_L == MAX_SE_L
+    p = argparse.ArgumentParser()
+    options.add_model_options(p)
+    text = next(a.help for a in p._actions if a.dest == "L")
+    assert f"the state evolution supports L <= {MAX_SE_L}" in text and "derive L <= 7" in text
+    with pytest.raises(ValueError, match=f"supports L <= {MAX_SE_L}"):
+        options.check_L(MAX_SE_L + 1, "solve")
+    options.check_L(7, "derive")
+    with pytest.raises(ValueError, match="derive supports L <= 7"):
+        options.check_L(8, "derive")
+
+
 @pytest.mark.parametrize("command", SOLVER_COMMANDS)
 def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
     from attnphase.numerics.config import SolverConfig

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     """The experiment of ``args``, its report and ``histogram.nc`` into ``--out DIR``; returns 0, or 1 when a task
     failed (then only the finished tasks' files are written).  ValueError for a bad option."""
     if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
     check_threads(args.threads)
     executor = execution_options.executor_from_args(args)
     check_threads_apply(args, executor, 1)
