@@ -206,41 +206,71 @@ def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | 
     return lookup
 
 
-def describe(ds: Any, name: str = "") -> str:
-    """A dataset's summary: job, dimensions, variables (with how many finite values), task status,
-    failures, and the attributes (model, solver, rule, code version, date)."""
+def summary(ds: Any) -> dict[str, Any]:
+    """A dataset's summary as data (``show --json``; :func:`describe` prints it): job, created, code version,
+    dimensions, the coordinates (the first 8 values of each), the task status counted per cell (an omega continued
+    in a chain has its chain's) with the dims it is per and the distinct failures (first lines, 5 at most), each
+    variable's dims, long_name and units, and for numbers how many are finite, of how many, and their range; the
+    attributes."""
     import numpy as np
 
-    lines = [f"{name or ds.attrs.get('job', 'dataset')}: {ds.attrs.get('job', '')} job, created "
-             f"{ds.attrs.get('created', '?')}, code {ds.attrs.get('code_version', '?')}",
-             "dimensions: " + ", ".join(f"{d} = {n}" for d, n in ds.sizes.items())]
-    lines += [f"  {d}: " + ", ".join(_fmt(x) for x in ds.coords[d].values[:8]) + (", ..." if ds.sizes[d] > 8 else "")
-              for d in ds.dims if d in ds.coords]
+    out: dict[str, Any] = {"job": ds.attrs.get("job", ""), "created": ds.attrs.get("created"),
+                           "code_version": ds.attrs.get("code_version"), "dims": dict(ds.sizes),
+                           "coords": {d: [_plain(x) for x in ds.coords[d].values[:8]] for d in ds.dims if d in ds.coords}}
     if "status" in ds:
-        st = ds["status"].values.ravel()
-        # one status per cell (an omega continued in a chain has its chain's): counted per cell, named by its dims
-        lines.append(f"status per {' x '.join(ds['status'].dims)} (its task's): "
-                     + ", ".join(f"{int((st == s).sum())} {s}" for s in sorted(set(map(str, st))) if s))
+        st = [str(x) for x in ds["status"].values.ravel()]
+        out["status"] = {"per": list(ds["status"].dims), "counts": {s: st.count(s) for s in sorted(set(st)) if s}}
         if "error" in ds:
-            errs = sorted({str(e).splitlines()[0] for e in ds["error"].values.ravel() if str(e)})
-            lines += [f"  failed: {e}" for e in errs[:5]]
-    lines.append("variables:")
+            out["status"]["failed"] = sorted({str(e).splitlines()[0] for e in ds["error"].values.ravel() if str(e)})[:5]
+    out["variables"] = {}
     for k, var in ds.data_vars.items():
         if k in ("status", "error"):
             continue
-        desc = var.attrs.get("long_name", "") + (f" [{var.attrs['units']}]" if var.attrs.get("units", "1") != "1" else "")
+        entry: dict[str, Any] = {"dims": list(var.dims), "long_name": var.attrs.get("long_name", ""),
+                                 "units": var.attrs.get("units")}
         if var.dtype.kind == "f":
             vals = var.values
             finite = int(np.isfinite(vals).sum())
-            rng = f"[{_fmt(float(np.nanmin(vals)))}, {_fmt(float(np.nanmax(vals)))}]" if finite else ""
-            lines.append(f"  {k}({', '.join(var.dims)}): {finite}/{vals.size} finite {rng}  {desc}".rstrip())
+            entry |= {"finite": finite, "size": int(vals.size),
+                      "range": [float(np.nanmin(vals)), float(np.nanmax(vals))] if finite else None}
+        out["variables"][k] = entry
+    out["attrs"] = {k: _plain(v) for k, v in ds.attrs.items()}
+    return out
+
+
+def describe(ds: Any, name: str = "") -> str:
+    """A dataset's summary (:func:`summary`) as text: job, dimensions, variables (with how many finite values), task
+    status, failures, and the attributes (model, solver, rule, code version, date)."""
+    s = summary(ds)
+    head = (f"{s['job']} job, created {s['created'] or '?'}, code {s['code_version'] or '?'}" if s["job"]
+            else "a dataset without a job attribute")
+    lines = [f"{name or s['job'] or 'dataset'}: {head}",
+             "dimensions: " + ", ".join(f"{d} = {n}" for d, n in s["dims"].items())]
+    lines += [f"  {d}: " + ", ".join(_fmt(x) for x in values) + (", ..." if s["dims"][d] > 8 else "")
+              for d, values in s["coords"].items()]
+    if (st := s.get("status")) is not None:
+        lines.append(f"status per {' x '.join(st['per'])} (its task's): "
+                     + ", ".join(f"{n} {what}" for what, n in st["counts"].items()))
+        lines += [f"  failed: {e}" for e in st.get("failed", [])]
+    lines.append("variables:")
+    for k, v in s["variables"].items():
+        units = v["units"] if v["units"] not in (None, "1") else None
+        desc = v["long_name"] + (f" [{units}]" if units else "")
+        if "finite" in v:
+            rng = f"[{_fmt(v['range'][0])}, {_fmt(v['range'][1])}]" if v["finite"] else ""
+            lines.append(f"  {k}({', '.join(v['dims'])}): {v['finite']}/{v['size']} finite {rng}  {desc}".rstrip())
         else:
-            lines.append(f"  {k}({', '.join(var.dims)})  {desc}".rstrip())
+            lines.append(f"  {k}({', '.join(v['dims'])})  {desc}".rstrip())
     lines.append("attributes:")
-    for k, v in ds.attrs.items():  # the plan cut short: it is not the settings themselves
+    for k, v in s["attrs"].items():  # the plan cut short: it is not the settings themselves
         text = str(v)
         lines.append(f"  {k}: {text[:157] + '...' if k == 'plan' and len(text) > 160 else text}")
     return "\n".join(lines)
+
+
+def _plain(x: Any) -> Any:
+    """A numpy scalar as the Python number or text it holds (JSON); anything else as it is."""
+    return x.item() if hasattr(x, "item") else x
 
 
 def _fmt(x: Any) -> str:

@@ -45,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
                          "validate (not --suite general) and histogram write one into their --out folder (check writes "
                          "its tables only)")
     if target.is_file() and target.suffix.lower() in (".csv", ".json", ".md", ".png"):  # another output of the job
-        raise ValueError(f"PATH: {str(target)!r} is one of a job's tables or figures; show reads its dataset: give "
-                         f"the folder {str(target.parent)!r} or its .nc file")
-    from attnphase.execution.dataset import describe, open_dataset
+        where = (f"give the folder {str(target.parent)!r} or its .nc file" if any(target.parent.glob("*.nc"))
+                 else f"its folder {str(target.parent)!r} holds none (sweep, phase-diagram, census, scan, validate and "
+                 "histogram write one beside their tables)")
+        raise ValueError(f"PATH: {str(target)!r} is one of a job's tables or figures; show reads its dataset: {where}")
+    from attnphase.execution.dataset import describe, open_dataset, summary
 
     out, unread = [], []
     for f in files:
@@ -64,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"attnphase: note: {f.name} has no job attribute: not a dataset an attnphase job wrote (its "
                   "summary below shows what it holds)", file=sys.stderr)
     if args.json:
-        print(json.dumps({str(f): {"dims": dict(ds.sizes), "variables": list(ds.data_vars), "attrs": {
-            k: (v.item() if hasattr(v, "item") else v) for k, v in ds.attrs.items()}} for f, ds in out}))
+        print(json.dumps(outputs.json_value({str(f): summary(ds) for f, ds in out})))
     else:
         print("\n\n".join(describe(ds, f.name) for f, ds in out))
     return 0

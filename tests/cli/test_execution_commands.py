@@ -60,6 +60,12 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
     assert "phase-diagram job" in shown and "dimensions: omega = 3, branch = 2, alpha = 5" in shown
     assert "status per omega (its task's): 3 done" in shown and '"quadrature": "gh6"' in shown
     assert "alpha_c(omega): 3/3 finite" in shown
+    # --json holds what the text says (it had the variables' names and the attributes only, not the task status)
+    assert main(["show", str(out), "--json"]) == 0
+    (data,) = json.loads(capsys.readouterr().out).values()
+    assert data["status"] == {"per": ["omega"], "counts": {"done": 3}, "failed": []} and data["job"] == "phase-diagram"
+    assert data["variables"]["alpha_c"]["finite"] == data["variables"]["alpha_c"]["size"] == 3
+    assert data["dims"] == {"omega": 3, "branch": 2, "alpha": 5} and '"quadrature": "gh6"' in data["attrs"]["solver"]
 
     # a rerun with every task stored and the outputs as written rewrites nothing; a file changed by
     # hand (or deleted) is written again
@@ -101,6 +107,12 @@ def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert main(["show", str(table)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is one of a job's tables or figures" in err[0] and repr(str(tmp_path)) in err[0], err
+    assert "holds none" in err[0]  # it named the folder as holding the dataset though it held none
+    import xarray as xr
+
+    xr.Dataset({"x": ("t", [1.0, 2.0])}).to_netcdf(tmp_path / "job.nc")
+    assert main(["show", str(table)]) == 2
+    assert f"give the folder {str(tmp_path)!r} or its .nc file" in capsys.readouterr().err
 
 
 def test_show_names_what_it_cannot_read_and_reads_the_rest(tmp_path, capsys) -> None:
@@ -118,6 +130,30 @@ def test_show_names_what_it_cannot_read_and_reads_the_rest(tmp_path, capsys) -> 
     assert "warning: PATH: cannot read" in got.err and "broken.nc" in got.err
     assert "other.nc has no job attribute: not a dataset an attnphase job wrote" in got.err
     assert main(["show", str(tmp_path / "broken.nc")]) == 2  # nothing else to show
+    assert "other.nc: a dataset without a job attribute\n" in got.out
+
+
+def test_show_json_holds_what_its_text_says(tmp_path, capsys) -> None:
+    """``show --json`` gave the variables' names and the attributes only: not the task status, the failures or the
+    values' ranges its text prints (its help promises the task status)."""
+    import xarray as xr
+
+    from attnphase.execution.dataset import job_attrs
+
+    ds = xr.Dataset({"alpha_c": ("omega", [1.25, float("nan")]), "status": ("omega", ["done", "failed"]),
+                     "error": ("omega", ["", "ValueError: no root\nmore"])}, coords={"omega": [0.1, 0.2]},
+                    attrs=job_attrs("phase-diagram", version="v"))
+    ds.to_netcdf(tmp_path / "phase_diagram.nc")
+    assert main(["show", str(tmp_path), "--json"]) == 0
+    (data,) = json.loads(capsys.readouterr().out).values()
+    assert data["job"] == "phase-diagram" and data["dims"] == {"omega": 2} and data["coords"] == {"omega": [0.1, 0.2]}
+    assert data["status"] == {"per": ["omega"], "counts": {"done": 1, "failed": 1}, "failed": ["ValueError: no root"]}
+    assert data["variables"]["alpha_c"] | {"long_name": ""} == {"dims": ["omega"], "long_name": "", "units": None,
+                                                                "finite": 1, "size": 2, "range": [1.25, 1.25]}
+    assert main(["show", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "status per omega (its task's): 1 done, 1 failed" in text and "failed: ValueError: no root" in text
+    assert "alpha_c(omega): 1/2 finite [1.25, 1.25]" in text
 
 
 @pytest.mark.heavy
