@@ -319,6 +319,11 @@ def _connect(address: str, timeout: float) -> Any:
     error = box.get("error")
     if isinstance(error, (OSError, TimeoutError)):
         raise SchedulerUnavailable(f"--scheduler {address}: cannot connect ({' '.join(str(error).split())})") from None
+    if isinstance(error, Exception):  # bytes that are not Dask's protocol: a huge frame size, a bad header
+        first = (str(error).splitlines() or [""])[0][:160]
+        raise SchedulerUnavailable(f"--scheduler {address}: what answers there is not a Dask scheduler (reading its "
+                                   f"reply failed: {type(error).__name__}: {first}); give the address a Dask scheduler "
+                                   "printed") from None
     if error is not None:
         raise error
     return box["client"]

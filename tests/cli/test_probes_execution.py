@@ -359,6 +359,34 @@ def test_scheduler_address_of_a_server_that_never_answers_is_refused():
     assert time.time() - t0 < 30
 
 
+def test_scheduler_address_of_a_server_that_is_not_dask_is_a_one_line_error(capsys, tmp_path):
+    """A port that greets with bytes of its own (an SSH banner) made Dask read a frame size of exabytes: a traceback
+    ending in numpy's ArrayMemoryError, exit 1."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def greet() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n" * 64)
+
+    threading.Thread(target=greet, daemon=True).start()
+    address = "tcp://127.0.0.1:%d" % server.getsockname()[1]
+    try:
+        _one_line_error(capsys, ["phase-diagram", "--omega", "0.3", "--scheduler", address, "--quiet",
+                                 "--out", str(tmp_path / "pd")], [f"--scheduler {address}: ", "not a Dask scheduler"],
+                        tmp_path)
+    finally:
+        server.close()
+
+
 def test_bad_worker_timeout_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNPHASE_WORKER_TIMEOUT", "-1")
     _one_line_error(capsys, ["sweep", "--alpha", "1", "--out", str(tmp_path / "s")], ["ATTNPHASE_WORKER_TIMEOUT"],
