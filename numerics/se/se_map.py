@@ -151,12 +151,14 @@ class SEMap:
     :class:`~attnphase.numerics.se.results.SolverMemory` on the same rule (proximal candidates and Jacobian; in
     the matrix form its Jacobian moved to this solve's basis, used once).  Matrix form: ``branch`` (of
     :data:`~attnphase.numerics.se.starts.MATRIX_BRANCHES`) the subspace the hats are kept on, ``pattern`` the
-    coordinates F is projected on (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).
+    coordinates F is projected on (:func:`~attnphase.numerics.se.gauge.reflection_pattern`); ``frozen_columns``
+    off: within :meth:`polishing` each node is polished from w too, so it may change basin between the
+    finite-difference Jacobian's base and column.
     """
 
     def __init__(self, params: ModelParams, variant: FixedAlpha | FixedOrder, rule: QuadratureRule,
                  config: SolverConfig, memory: Any = None, *, branch: str | None = None,
-                 pattern: np.ndarray | None = None):
+                 pattern: np.ndarray | None = None, frozen_columns: bool = True):
         self.params, self.variant, self.rule, self.cfg = params, variant, rule, config
         self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
         self.is_matrix = (self.r, self.rs) != (1, 1)
@@ -165,6 +167,7 @@ class SEMap:
         self.since_full = 0
         self.full_only = False  # set once a polished fixed point was rejected by a full search
         self.frozen = False  # within :meth:`polishing`
+        self.frozen_columns = frozen_columns  # matrix form: polishes within :meth:`polishing` from the minima alone
         self.key: tuple | None = None  # the state's symmetry group (scalar form)
         if self.is_matrix:
             if not isinstance(variant, FixedAlpha):
@@ -252,7 +255,8 @@ class SEMap:
         at = ov.isotropic_zero() if ov.zero_student else ov  # Q = 0: q0's directions are round-off
         try:
             mom = channel_moments(self.kernels, self.params, at, self.rule, config=self.cfg,
-                                  candidates=self.candidates, full_search=full, frozen=self.frozen)
+                                  candidates=self.candidates, full_search=full,
+                                  frozen=self.frozen and self.frozen_columns)
             self._searched(full, mom)
             hat = update_hat(self.params, alpha, at, mom, self.branch)
             new = update(self.params, hat)
@@ -316,7 +320,8 @@ class SEMap:
     @contextmanager
     def polishing(self) -> Iterator[None]:
         """Within it every inexact evaluation polishes the last full search's minima, none counting towards the next
-        (on matrix fields from those minima alone, no start from w: every node stays in its basin)."""
+        (on matrix fields from those minima alone, no start from w, unless ``frozen_columns`` is off: every node stays
+        in its basin)."""
         before, self.frozen = self.frozen, True
         try:
             yield

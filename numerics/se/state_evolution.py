@@ -13,7 +13,7 @@ import numpy as np
 
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointSolver
-from attnphase.numerics.se.matrix_solve import MATRIX_MIN_DAMPING, matrix_config, solve_matrix
+from attnphase.numerics.se.matrix_solve import MATRIX_MIN_DAMPING, matrix_config, solve_matrix, solve_with_basin_changes
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
     FIXED_MIXTURES, check_branch, further_positional_directions, initial_overlaps, mixture, noise_axes, signal_axes,
@@ -143,18 +143,29 @@ def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
 def mixed_from_mixtures(fp: FixedPoint, cfg: SolverConfig) -> FixedPoint:
     """A mixed solve at r >= 2 whose start missed the mixed branch (``fp``), retried from the census's fixed
     mixtures of the embedded mixed state (:data:`~attnphase.numerics.se.starts.FIXED_MIXTURES`, :func:`mixture`) in
-    their order (docs/method.md section 4): the first solve that converges on the mixed branch, its message naming
-    the start; ``fp`` where none does, its message saying so.  Its evaluations count every try."""
+    their order (docs/method.md section 4), then from the embedded start with nodes free to change basin within
+    the Jacobian's columns (:func:`~attnphase.numerics.se.matrix_solve.solve_with_basin_changes`): the first solve
+    that converges on the mixed branch, its message naming the start; ``fp`` where none does, its message saying
+    so.  Its evaluations count every try."""
     params, alpha = fp.params, fp.alpha
     spent = fp.status.iterations
-    for start, ov in fixed_mixtures(embedded_start(params, alpha, "mixed", cfg), params.rho0):
+    base = embedded_start(params, alpha, "mixed", cfg)
+    for start, ov in fixed_mixtures(base, params.rho0):
         near = solve(params, alpha, "mixed", config=cfg, init=ov)
         spent += near.status.iterations
         if near.status.converged and near.branch == "mixed":
             return near.with_status(message=f"converged from the mixture start {start} (one of the census's); from "
                                             f"the embedded start: {fp.status.message}", iterations=spent)
+    last = solve_with_basin_changes(params, alpha, "mixed", matrix_config(params, alpha, "mixed", cfg, "embedded"), base)
+    spent += last.status.iterations
+    if last.status.converged and last.branch == "mixed":
+        return last.with_status(message=f"converged from the embedded start with the Jacobian's columns polished from "
+                                        f"w too (nodes free to change basin); from the embedded start: "
+                                        f"{fp.status.message}; the census's mixture starts did not converge",
+                                iterations=spent)
     return fp.with_status(iterations=spent, message=f"{fp.status.message}; none of the census's mixture starts "
-                                                    "converged on the mixed branch either")
+                                                    "converged on the mixed branch either, nor the embedded start with "
+                                                    "the Jacobian's columns polished from w too")
 
 
 def fixed_mixtures(base: Overlaps, rho0: float) -> list[tuple[str, Overlaps]]:

@@ -263,6 +263,20 @@ def test_a_mixed_solve_whose_embedded_start_stalls_is_retried_from_the_census_mi
     assert sv[0] > 1e-2 and max(fp.record["m_norms"]) > 0.1  # both overlaps, 1e4 x the label's floor: a mixed point
 
 
+@pytest.mark.heavy
+def test_the_rank_2_teachers_mixed_point_at_alpha_1_5_is_found_on_the_default_rule() -> None:
+    # solve --rank 2 --teacher-rank 2 --alpha 1.5 --branch mixed: the embedded start, the plain solve and the five
+    # mixtures stall beside the rule's jumps (residuals 2.6e-4 to 3.0e-4) once the Jacobian's columns keep each node
+    # in its basin; the census lists a stable mixed point there (e_t 0.004376 +- 0.000013)
+    from attnphase.numerics.se.state_evolution import mixed_from_mixtures
+
+    params, cfg = ModelParams(r=2, r_star=2), SolverConfig()
+    fp = solve(params, 1.5, "mixed", config=cfg)
+    fp = fp if fp.status.converged and fp.branch == "mixed" else mixed_from_mixtures(fp, cfg)
+    assert fp.status.converged and fp.branch == "mixed"
+    assert abs(fp.observables.e_t - 0.004376) < 3e-5
+
+
 def test_the_mixture_retry_takes_the_first_mixture_that_reaches_the_mixed_branch(monkeypatch) -> None:
     # the retry's logic on stand-in solves: the first two mixtures fail, the third converges; its message names it,
     # and a miss everywhere returns the embedded start's result with every evaluation counted
@@ -293,9 +307,48 @@ def test_the_mixture_retry_takes_the_first_mixture_that_reaches_the_mixed_branch
         tries.append(kw["init"])
         return replace(failed, status=replace(failed.status, iterations=10))
     monkeypatch.setattr(se, "solve", miss)
+    last: list = []
+
+    def basins(params, alpha, branch, cfg, ov0, ok=False):
+        last.append(ov0)
+        return replace(base, status=replace(base.status, converged=ok, iterations=4, message="x"))
+    monkeypatch.setattr(se, "solve_with_basin_changes", basins)
     none = se.mixed_from_mixtures(failed, cfg)
-    assert not none.status.converged and none.status.iterations == 7 + 10 * len(tries) and len(tries) == 5
+    assert not none.status.converged and none.status.iterations == 7 + 10 * len(tries) + 4 and len(tries) == 5
     assert none.status.message.startswith("stalled; none of the census's mixture starts")
+    assert none.status.message.endswith("nor the embedded start with the Jacobian's columns polished from w too")
+    # where every mixture misses, the embedded start once more with nodes free to change basin between the
+    # Jacobian's base and columns (r = r* = 2, alpha = 1.5 converged so before the columns were frozen, and after
+    # only so): its point, every evaluation counted
+    assert last == [start]
+    monkeypatch.setattr(se, "solve_with_basin_changes", lambda *a: basins(*a, ok=True))
+    found = se.mixed_from_mixtures(failed, cfg)
+    assert found.status.converged and found.status.iterations == 7 + 10 * 5 + 4
+    assert found.status.message.startswith("converged from the embedded start with the Jacobian's columns polished")
+
+
+def test_a_semap_without_frozen_columns_polishes_its_columns_from_w_too(monkeypatch) -> None:
+    """Within polishing() a matrix SEMap hands frozen=True to the channel (each node polished from its minimum alone),
+    unless made with frozen_columns=False, the retry of solve_with_basin_changes."""
+    from attnphase.numerics.se import se_map
+    from attnphase.numerics.se.se_map import FixedAlpha, SEMap, model_rule
+
+    params, cfg = ModelParams(omega=0.3, r=2), SolverConfig(quadrature="sobol6:2")
+    x = Overlaps(np.diag([0.3, 0.2]), np.diag([50.0, 60.0]), np.full((2, 2), 0.1), np.array([[0.4], [0.0]]))
+    seen: list = []
+    real = se_map.channel_moments
+
+    def spy(*a, **k):
+        seen.append(k["frozen"])
+        return real(*a, **k)
+    monkeypatch.setattr(se_map, "channel_moments", spy)
+    for frozen_columns in (True, False):
+        smap = SEMap(params, FixedAlpha(1.5), model_rule(params, cfg), cfg, branch="mixed",
+                     frozen_columns=frozen_columns)
+        smap.evaluate(x.to_vector(), exact=True)
+        with smap.polishing():
+            smap.evaluate(x.to_vector())
+    assert seen == [False, True, False, False]
 
 
 def test_a_mixed_sweep_tries_the_mixture_starts_at_its_first_point_only(monkeypatch) -> None:
