@@ -121,6 +121,11 @@ def _params_lines(params: ModelParams) -> list[str]:
     return [f"{k} = {v}" for k, v in params.to_dict().items()]
 
 
+#: What the parameters printed beside the equations are: the equations depend on L alone.
+SYMBOLIC_NOTE = ("The equations depend on L alone: sigma_l, P, A, omega, lambda and rho0 are symbols in them, and the "
+                 "values listed label the model (`attnphase check` evaluates the equations at them).")
+
+
 def _sections(eqs: list[Equation]) -> list[tuple[str, list[Equation]]]:
     return [(title, list(group)) for title, group in groupby(eqs, key=lambda eq: eq.section)]
 
@@ -142,7 +147,7 @@ TERMINAL_WIDTH = 100
 def render_terminal(params: ModelParams) -> str:
     """Every equation for a terminal: sympy's unicode pretty form, or one clean line if too wide."""
     lines = [f"attnphase derivation, L = {params.L}, r = {params.r}", "", "Parameters:"]
-    lines += ["  " + s for s in _params_lines(params)]
+    lines += ["  " + s for s in _params_lines(params)] + ["", SYMBOLIC_NOTE]
     for title, eqs in _sections(equations(params.L)):
         lines += ["", title, "=" * len(title)]
         for note, group in groupby(eqs, key=lambda eq: eq.note):
@@ -158,13 +163,13 @@ def render_json(params: ModelParams) -> dict[str, Any]:
     """Every equation as one JSON object (``derive --json``): the model, and each equation's section, sides, note."""
     eqs = [{"section": eq.section, "lhs": sp.sstr(eq.lhs), "rhs": sp.sstr(eq.rhs), "lhs_latex": sp.latex(eq.lhs),
             "rhs_latex": sp.latex(eq.rhs), "note": eq.note} for eq in equations(params.L)]
-    return {"model": params.to_dict(), "L": params.L, "r": params.r, "equations": eqs}
+    return {"model": params.to_dict(), "L": params.L, "r": params.r, "note": SYMBOLIC_NOTE, "equations": eqs}
 
 
 def render_latex(params: ModelParams) -> str:
     """Every equation as raw LaTeX, one per line, sections as LaTeX comments."""
     lines = [f"% attnphase derivation, L = {params.L}, r = {params.r}"]
-    lines += ["% " + s for s in _params_lines(params)]
+    lines += ["% " + s for s in _params_lines(params)] + ["% " + SYMBOLIC_NOTE]
     for title, eqs in _sections(equations(params.L)):
         lines += ["", f"% {title}"]
         lines += [f"{sp.latex(eq.lhs)} = {sp.latex(eq.rhs)}" for eq in eqs]
@@ -187,7 +192,7 @@ def render_markdown(params: ModelParams) -> str:
         "Parameters of the model this document was generated for:",
         "",
     ]
-    lines += [f"* `{s}`" for s in _params_lines(params)]
+    lines += [f"* `{s}`" for s in _params_lines(params)] + ["", SYMBOLIC_NOTE]
     for title, eqs in _sections(equations(params.L)):
         lines += ["", f"## {title}", ""]
         for note, group in groupby(eqs, key=lambda eq: eq.note):

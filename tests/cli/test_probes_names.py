@@ -226,6 +226,12 @@ def test_every_command_takes_json_derive_too(capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["model"]["L"] == obj["L"] == 2 and len(obj["equations"]) > 10
     assert {"section", "lhs", "rhs", "lhs_latex", "rhs_latex", "note"} == set(obj["equations"][0])
+    # the equations are L's alone: another omega, sigma or A labels the model and says so (the output listed the
+    # values above the equations as if they entered them)
+    assert main(["derive", "--omega", "0.7", "--sigma", "0.3", "--A", "0.5,0.5;0.5,0.5", "--json"]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert other["equations"] == obj["equations"] and other["model"]["omega"] == 0.7
+    assert other["note"] == obj["note"] and obj["note"].startswith("The equations depend on L alone")
 
 
 def test_check_out_writes_the_checks_as_data(tmp_path, capsys):

@@ -14,8 +14,10 @@ from attnphase import outputs, work
 
 NAME = "derive"
 HELP = "print every equation of the model (sympy), for a terminal, as LaTeX or as markdown"
-DESCRIPTION = ("Print every equation of the theory, derived with sympy for the given model: pretty-printed "
-               "for a terminal (default), as raw LaTeX (--latex) or as the markdown document docs/derivation.md (--markdown).")
+DESCRIPTION = ("Print every equation of the theory, derived with sympy for the given L: pretty-printed for a "
+               "terminal (default), as raw LaTeX (--latex) or as the markdown document docs/derivation.md "
+               "(--markdown). The other model options are symbols in the equations and only label the output (check "
+               "evaluates the equations at their values).")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
