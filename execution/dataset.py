@@ -216,7 +216,8 @@ def summary(ds: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {"job": ds.attrs.get("job", ""), "created": ds.attrs.get("created"),
                            "code_version": ds.attrs.get("code_version"), "dims": dict(ds.sizes),
-                           "coords": {d: [_plain(x) for x in ds.coords[d].values[:8]] for d in ds.dims if d in ds.coords}}
+                           "coords": {d: [_plain(x) for x in ds.coords[d].values[:8]]
+                                      for d in ds.dims if d in ds.coords}}
     if "status" in ds:
         st = [str(x) for x in ds["status"].values.ravel()]
         out["status"] = {"per": list(ds["status"].dims), "counts": {s: st.count(s) for s in sorted(set(st)) if s}}

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -109,15 +110,23 @@ class SolverConfig:
     def __post_init__(self) -> None:
         from attnphase.numerics.quadrature.rules import parse_rule_spec
 
+        for name in ("tol", "damping"):  # numbers, as Python floats (as_dict goes into JSON)
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("error_bars", "warm_fallback"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
         if not (MIN_TOL <= self.tol < 1):
             raise ValueError(f"tol must lie in [{MIN_TOL:g}, 1) (a residual below {MIN_TOL:g} is round-off), "
                              f"got {self.tol}")
-        if not isinstance(self.error_bars, (bool, np.bool_)):
-            raise ValueError(f"error_bars must be True or False, got {self.error_bars!r}")
         for name in ("max_iter", "anderson", "anderson_budget", "full_search_every"):
             value = getattr(self, name)
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
                 raise ValueError(f"{name} must be an integer, got {value!r}")
+            object.__setattr__(self, name, int(value))
         if self.error_bars and self.tol > MAX_TOL:
             raise ValueError(f"tol {self.tol:g} is too loose for error bars (a re-solve on another rule would stop at "
                              f"its start: a bar of 0); tol must lie in (0, {MAX_TOL:g}] (or error_bars=False)")
@@ -185,14 +194,24 @@ class SolverConfig:
                 check_rule_size(L, spec)
             except ValueError as exc:
                 raise ValueError(f"{role.replace('_', '-')}: {exc}") from None
-        if self.e_t_quadrature is not None and (n := rule_nodes(L, self.e_t_quadrature)) < rule_nodes(L, self.quadrature):
-            raise ValueError(f"e-t-quadrature: {self.e_t_quadrature} has {n} nodes at L = {L}, fewer than the solve rule "
-                             f"{self.quadrature}'s {rule_nodes(L, self.quadrature)}: e_t re-read on it would be less "
-                             f"accurate than the solve's own, and err_e_t would not say so; give a finer rule or none")
+        n, solve_nodes = rule_nodes(L, self.e_t_quadrature or self.quadrature), rule_nodes(L, self.quadrature)
+        if n < solve_nodes:
+            raise ValueError(f"e-t-quadrature: {self.e_t_quadrature} has {n} nodes at L = {L}, fewer than the solve "
+                             f"rule {self.quadrature}'s {solve_nodes}: e_t re-read on it would be less accurate than "
+                             "the solve's own, and err_e_t would not say so; give a finer rule or none")
 
     def as_dict(self) -> dict[str, Any]:
         """Every field by name (for the JSON metadata of results)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def check_positive(name: str, value: Any) -> float:
+    """``value`` as a float where it is a finite number > 0 (a step, a tolerance); else a ValueError naming ``name``
+    (a step or tolerance of 0 or below never ends the loop it bounds)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
 
 
 def gpu_visible() -> bool:

@@ -131,6 +131,8 @@ class ModelParams:
             set_("mixing", B)
             set_("sigma", 1.0)
         sigma = 0.5 if self.sigma is None else self.sigma
+        if isinstance(sigma, np.ndarray) and sigma.ndim == 0:  # numpy's 0-d array: the number it holds
+            sigma = sigma.item()
         items = list(sigma) if isinstance(sigma, (list, tuple, np.ndarray)) else [sigma]
         if not all(_is_number(x) for x in items):
             raise ValueError(f"sigma must be a number or one number per token (L = {L}), got {sigma!r}")

@@ -281,7 +281,8 @@ def _invariant_bars(point: dict) -> dict:
     """The point's invariants' bars as census.csv's columns (err_q0_eig_1 ..), those it has (a list each)."""
     from attnphase.numerics.jobs.variables import INVARIANT_COLUMNS, flat_invariants
 
-    have = {f"err_{key}": point[f"err_{key}"] for key, _ in INVARIANT_COLUMNS if isinstance(point.get(f"err_{key}"), list)}
+    have = {f"err_{key}": point[f"err_{key}"] for key, _ in INVARIANT_COLUMNS
+            if isinstance(point.get(f"err_{key}"), list)}
     return flat_invariants(have, "err_") if len(have) == len(INVARIANT_COLUMNS) else {}
 
 

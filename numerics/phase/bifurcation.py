@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.config import SolverConfig, check_positive
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import finer_rule, make_rule, rule_nodes
 from attnphase.numerics.errors.replicates import block_config, linearised_root_error, replicate_count
@@ -90,6 +90,7 @@ def branch_bifurcation(
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {tuple(DIRECTIONS)}, got {direction!r}")
+    step, tol = check_positive("step", step), check_positive("tol", tol)
     eigenvalue, sign = DIRECTIONS[direction]
     cfg = config or SolverConfig()
     rule = make_rule(params.L, cfg.bifurcation_quadrature)

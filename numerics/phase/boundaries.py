@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.config import SolverConfig, check_positive
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
@@ -34,6 +34,7 @@ def phase_boundaries(params: ModelParams, alphas: Sequence[float] | None = None,
     :func:`~attnphase.numerics.phase.positional_birth.positional_birth_below`; otherwise
     :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas`` (its own tolerances)."""
     cfg = config or SolverConfig()
+    xtol, bisection_tol = check_positive("xtol", xtol), check_positive("bisection_tol", bisection_tol)
     if is_scalar_form(params.r, params.r_star):
         b = scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol)
         if math.isfinite(b.alpha_c):  # the crossing: the positional birth below the branch's sweep

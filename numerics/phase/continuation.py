@@ -19,7 +19,7 @@ import numpy as np
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, ends_by_bifurcation, locate_branch_end,
                                                  on_branch)
-from attnphase.numerics.config import BRANCHES, SolverConfig
+from attnphase.numerics.config import BRANCHES, SolverConfig, check_positive
 from attnphase.numerics.errors.replicates import judged_matrix_point, no_errors
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.se_map import model_rule
@@ -132,6 +132,7 @@ def sweep(
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     if len(set(grid)) < len(grid):
         raise ValueError(f"each alpha once: {list(alphas)} repeats a value")
+    min_step, bisection_tol = check_positive("min_step", min_step), check_positive("bisection_tol", bisection_tol)
     full_cfg = config or SolverConfig()
     cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER) if scalar else full_cfg.max_iter,
                   warm_fallback=False)

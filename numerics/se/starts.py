@@ -183,3 +183,19 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
         if cur[1] < best[0]:
             best = (cur[1], x)
     return best[1], n
+
+
+def check_init(params: ModelParams, init: object) -> None:
+    """ValueError naming ``init`` unless it is None or :class:`Overlaps` of ``params``' sizes: m (L,) and scalars at
+    r = r* = 1, else q0 and V0 (r, r), m (L, r), th0 (r, r*)."""
+    if init is None:
+        return
+    if not isinstance(init, Overlaps):
+        raise ValueError(f"init must be Overlaps (a FixedPoint's .overlaps) or None, got {type(init).__name__}")
+    r, r_star = params.r, teacher_rank(params)
+    want = ({"q0": (), "V0": (), "m": (params.L,), "th0": ()} if (r, r_star) == (1, 1)
+            else {"q0": (r, r), "V0": (r, r), "m": (params.L, r), "th0": (r, r_star)})
+    got = {k: np.shape(getattr(init, k)) for k in want}
+    if got != want:
+        raise ValueError(f"init does not fit the model (L = {params.L}, r = {r}, r* = {r_star}): its shapes {got}, "
+                         f"the model's {want}")

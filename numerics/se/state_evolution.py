@@ -16,8 +16,8 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import MATRIX_MIN_DAMPING, matrix_config, solve_matrix, solve_with_basin_changes
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
-    FIXED_MIXTURES, check_branch, further_positional_directions, initial_overlaps, mixture, noise_axes, signal_axes,
-    teacher_rank,
+    FIXED_MIXTURES, check_branch, check_init, further_positional_directions, initial_overlaps, mixture, noise_axes,
+    signal_axes, teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
@@ -112,6 +112,10 @@ def solve(
     """
     alpha = check_alpha(alpha)
     cfg = config or SolverConfig()
+    check_init(params, init)
+    if rule is not None and not isinstance(rule, QuadratureRule):
+        raise ValueError(f"rule must be a QuadratureRule (make_rule(L, spec)) or None, got {type(rule).__name__}; a "
+                         f"rule spec such as 'sobol8:4' goes in SolverConfig(quadrature=...)")
     if params.r != 1 or teacher_rank(params) != 1:
         return _solve_matrix(params, alpha, branch, cfg, init, rule, memory, start or "embedded", rank_one=rank_one)
     if start not in (None, "cold"):
@@ -156,7 +160,8 @@ def mixed_from_mixtures(fp: FixedPoint, cfg: SolverConfig) -> FixedPoint:
         if near.status.converged and near.branch == "mixed":
             return near.with_status(message=f"converged from the mixture start {start} (one of the census's); from "
                                             f"the embedded start: {fp.status.message}", iterations=spent)
-    last = solve_with_basin_changes(params, alpha, "mixed", matrix_config(params, alpha, "mixed", cfg, "embedded"), base)
+    last = solve_with_basin_changes(params, alpha, "mixed", matrix_config(params, alpha, "mixed", cfg, "embedded"),
+                                    base)
     spent += last.status.iterations
     if last.status.converged and last.branch == "mixed":
         return last.with_status(message=f"converged from the embedded start with the Jacobian's columns polished from "

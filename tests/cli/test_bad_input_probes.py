@@ -477,14 +477,48 @@ def test_library_refuses_a_tol_too_loose_for_error_bars():
 
 @pytest.mark.parametrize("kwargs, needle", [(dict(tol=1e-20), "tol"), (dict(tol=1e-20, error_bars=False), "tol"),
                                             (dict(max_iter=2.5), "max_iter"), (dict(max_iter=True), "max_iter"),
-                                            (dict(error_bars="no"), "error_bars")])
+                                            (dict(error_bars="no"), "error_bars"),
+                                            (dict(warm_fallback="no"), "warm_fallback"), (dict(tol="1e-10"), "tol")])
 def test_library_refuses_what_the_command_line_cannot_say(kwargs, needle):
     """tol = 1e-20 ran and reported converged with a residual of 2.8e-16 above it; max_iter = 2.5 ran 3 evaluations;
-    error_bars = "no" switched the bars on."""
+    error_bars = "no" switched the bars on (warm_fallback = "no" did so still); tol = "1e-10" was a TypeError."""
     from attnphase.numerics.config import SolverConfig
 
     with pytest.raises(ValueError, match=needle):
         SolverConfig(**kwargs)
+
+
+def test_a_config_of_numpy_numbers_keeps_python_ones_for_its_json():
+    """SolverConfig(max_iter=np.int64(300), damping=np.float32(0.1)) kept the numpy scalars: as_dict(), "for the JSON
+    metadata", could not be dumped."""
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+
+    cfg = SolverConfig(max_iter=np.int64(300), damping=np.float32(0.25), tol=np.float64(1e-9), error_bars=np.True_)
+    assert json.loads(json.dumps(cfg.as_dict()))["max_iter"] == 300 and type(cfg.damping) is float
+    assert cfg.error_bars is True and cfg.damping == 0.25
+
+
+@pytest.mark.parametrize("call, name", [("sweep_min_step", "min_step"), ("sweep_bisection_tol", "bisection_tol"),
+                                        ("bifurcation_step", "step"), ("bifurcation_tol", "tol"),
+                                        ("boundaries_xtol", "xtol")])
+def test_a_step_or_tolerance_of_zero_or_below_is_refused_before_any_solve(call, name):
+    """sweep(..., min_step=0) and sweep(..., bisection_tol=-1) never returned (a loop that such a bound never ends,
+    each pass a solve); branch_bifurcation(step=0) raised ZeroDivisionError; phase_boundaries(xtol=nan) blamed alpha."""
+    from attnphase.numerics.phase.bifurcation import branch_bifurcation
+    from attnphase.numerics.phase.boundaries import phase_boundaries
+    from attnphase.numerics.phase.continuation import sweep
+    from attnphase.theory import ModelParams
+
+    p = ModelParams()
+    calls = {"sweep_min_step": lambda: sweep(p, [1, 2], "positional", min_step=0.0),
+             "sweep_bisection_tol": lambda: sweep(p, [1, 2], "positional", bisection_tol=-1.0),
+             "bifurcation_step": lambda: branch_bifurcation(p, 0.7, "theta", step=0.0),
+             "bifurcation_tol": lambda: branch_bifurcation(p, 0.7, "theta", tol=-1.0),
+             "boundaries_xtol": lambda: phase_boundaries(p, [1, 2], xtol=float("nan"))}
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number > 0"):
+        calls[call]()
 
 
 def test_solve_at_the_loosest_tol_has_honest_bars(capsys):
@@ -1049,3 +1083,27 @@ def test_a_bayes_optimal_sweep_into_a_folder_of_other_branches_says_it_replaces_
     obj = json.loads((tmp_path / "sweep_bayes-optimal.json").read_text())
     with xr.open_dataset(tmp_path / "sweep_bayes-optimal.nc") as ds:  # the JSON's error_note, in the dataset too
         assert obj["error_note"] and ds.attrs["error_note"] == obj["error_note"]
+
+
+def test_solve_names_a_bad_init_or_rule():
+    """solve(..., init=fp) raised AttributeError ('FixedPoint' object has no attribute 'to_vector'), an init of the
+    wrong sizes a numpy broadcasting error, rule='sobol8:4' AttributeError: none named the argument."""
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.overlaps import Overlaps
+    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.theory import ModelParams
+
+    p, cfg = ModelParams(), SolverConfig(quadrature="sobol6:2", error_bars=False, max_iter=3)
+    fp = solve(p, 2.0, config=cfg)
+    with pytest.raises(ValueError, match=r"^init must be Overlaps \(a FixedPoint's .overlaps\) or None, got FixedPoint"):
+        solve(p, 1.5, config=cfg, init=fp)
+    with pytest.raises(ValueError, match=r"^init does not fit the model \(L = 2, r = 1, r\* = 1\)"):
+        solve(p, 1.5, config=cfg, init=Overlaps(q0=0.5, V0=50.0, m=np.zeros(3), th0=0.6))
+    with pytest.raises(ValueError, match=r"^init does not fit the model \(L = 2, r = 2, r\* = 1\)"):
+        solve(ModelParams(r=2), 1.5, config=cfg, init=fp.overlaps)
+    with pytest.raises(ValueError, match="^rule must be a QuadratureRule"):
+        solve(p, 1.5, config=cfg, rule="sobol8:4")
+    assert solve(p, 1.9, config=cfg, init=fp.overlaps).alpha == 1.9  # a fitting init runs
+

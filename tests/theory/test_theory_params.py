@@ -60,6 +60,14 @@ def test_sigma_value_is_one_number_only_when_every_token_has_it() -> None:
     assert ModelParams(sigma=(0.4, 0.6)).sigma_value == [0.4, 0.6]
 
 
+def test_sigma_as_numpy_numbers_is_the_number_it_holds() -> None:
+    """ModelParams(sigma=np.array(0.5)) raised TypeError: iteration over a 0-d array (np.float64(0.5) worked)."""
+    assert ModelParams(sigma=np.array(0.5)).sigma == ModelParams(sigma=np.float32(0.5)).sigma == (0.5, 0.5)
+    assert ModelParams(sigma=np.array([0.5, 0.4])).sigma == (0.5, 0.4)
+    with pytest.raises(ValueError, match="sigma must be a number"):
+        ModelParams(sigma=np.array("x"))
+
+
 def test_replace_L_takes_the_new_Ls_defaults_where_the_old_were_defaults() -> None:
     p3 = ModelParams().replace(L=3)
     assert p3 == ModelParams(L=3)
