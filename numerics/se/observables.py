@@ -82,7 +82,8 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
     it agrees to EPS_LIN_RTOL, else refined (x 1.5) until two orders agree; where the largest two orders still differ
     by more than EPS_LIN_ACCEPT, checked on the Sobol rule :data:`EPS_LIN_SOBOL` (:func:`eps_lin_sobol`) and that
     rule's value taken, with a RuntimeWarning giving its standard error, unless the Gauss-Hermite value lies within
-    3 of them."""
+    3 of them.  A grid of more than :data:`EPS_LIN_MAX_NODES` nodes (the default order's at L >= 7) is a
+    ValueError."""
     if order is not None and (isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 2):
         raise ValueError(f"order must be an integer >= 2 (Gauss-Hermite nodes per dimension), got {order!r}")
     if order is not None and quadrature is not None:
@@ -91,9 +92,13 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
     if quadrature is not None and not str(quadrature).startswith("sobol"):
         raise ValueError(f"quadrature must be a Sobol rule (sobolK[:REPS:SEED]) for eps_lin, got {quadrature!r}; "
                          "its Gauss-Hermite rule is order=N (r* = 1)")
+    n = _EPS_LIN_ORDER.get(params.L, 12)
+    if quadrature is None and (order or n) ** params.L > EPS_LIN_MAX_NODES:
+        raise ValueError(f"eps_lin at L = {params.L}: the Gauss-Hermite grid of order {order or n} has "
+                         f"{float(order or n) ** params.L:.3g} nodes, more than {EPS_LIN_MAX_NODES:.3g} (memory); "
+                         f"give a smaller order=N (N^L nodes)")
     if quadrature is not None or order is not None:
         return _eps_lin_at(params, order, quadrature)
-    n = _EPS_LIN_ORDER.get(params.L, 12)
     top = _EPS_LIN_MAX_ORDER.get(params.L, n)
     val = _eps_lin_at(params, n)
     coarse = (2 * n) // 3
@@ -118,6 +123,9 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
                   RuntimeWarning, stacklevel=2)
     return sobol
 
+
+#: The most nodes of eps_lin's tensor Gauss-Hermite grid (order^L): L = 8 at the default order 12 asked for 3.2 GiB.
+EPS_LIN_MAX_NODES = 2 ** 24
 
 #: Where Gauss-Hermite does not converge (a sharp softmax: rho0 sigma^2 >~ 10), eps_lin is checked on this Sobol
 #: rule, whose convergence does not need a smooth integrand (rho0 = 100: Gauss-Hermite at order 270 errs by 0.8 %).

@@ -130,9 +130,17 @@ def test_eps_lin_on_a_sobol_rule_agrees_with_gauss_hermite_at_teacher_rank_one()
 
 @pytest.mark.parametrize("kw, needle", [(dict(order=5, quadrature="sobol10:4"), "give one of them"),
                                         (dict(quadrature="gh20"), "quadrature must be a Sobol rule"),
-                                        (dict(order=0), "order must be an integer >= 2")])
+                                        (dict(order=0), "order must be an integer >= 2"),
+                                        (dict(order=10 ** 6), "the Gauss-Hermite grid of order 1000000 has 1e\\+12")])
 def test_eps_lin_refuses_rules_it_would_not_use(kw, needle) -> None:
     """eps_lin(p, order=5, quadrature="sobol10:4") ignored the order; quadrature="gh20" was refused as 'the rank-r
-    state evolution uses scrambled Sobol rules' at rank 1."""
+    state evolution uses scrambled Sobol rules' at rank 1; order=10**6 asked numpy for 7.3 TiB."""
     with pytest.raises(ValueError, match=needle):
         eps_lin(ModelParams(), **kw)
+
+
+def test_eps_lin_refuses_a_grid_beyond_its_memory_before_allocating_it() -> None:
+    """eps_lin(ModelParams(L=8)) (default order 12: 4.3e8 nodes) raised numpy's MemoryError for 3.2 GiB."""
+    with pytest.raises(ValueError, match="eps_lin at L = 8: the Gauss-Hermite grid of order 12 has 4.3e\\+08 nodes"):
+        eps_lin(ModelParams(L=8))
+
