@@ -91,9 +91,14 @@ class SimSpec:
     exact_teacher_norm: bool = True
 
     def __post_init__(self) -> None:
+        for name, kind in (("params", ModelParams), ("train", TrainConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float, np.integer, np.floating)):
+            raise ValueError(f"alpha (sample complexity n/d) must be a number, got {self.alpha!r}")
         object.__setattr__(self, "d", check_dimension(self.d))
         object.__setattr__(self, "seed", check_seed(self.seed))
-        n_samples(self.alpha, self.d)
+        n_samples(self.alpha, self.d)  # (the device is checked where the run is: a worker may have CUDA)
         check_choice("init", self.init, INITS)
         # its name, as the result records it (a torch dtype is no JSON)
         object.__setattr__(self, "dtype", str(resolve_dtype(self.dtype)).removeprefix("torch."))

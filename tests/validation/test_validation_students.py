@@ -191,6 +191,18 @@ def test_a_simulation_or_amp_run_refuses_a_seed_that_is_not_a_non_negative_integ
             spec()
 
 
+@pytest.mark.parametrize("kw, needle", [(dict(params={}), "params must be a ModelParams, got dict"),
+                                        (dict(train={}), "train must be a TrainConfig, got dict"),
+                                        (dict(alpha="2"), "alpha .* must be a number, got '2'")])
+def test_a_simulation_spec_refuses_what_its_run_cannot_use(kw, needle) -> None:
+    """SimSpec(params={...}) and SimSpec(train={...}) were taken and the run failed with AttributeError ('dict' object
+    has no attribute 'loss'); alpha="2" was a TypeError."""
+    from attnphase.validation.experiments import SimSpec
+
+    with pytest.raises(ValueError, match=needle):
+        SimSpec(**(dict(d=50, alpha=2.0, init="semantic") | kw))
+
+
 @pytest.mark.parametrize("kw, needle", [(dict(n_test=0), "n_test must be"), (dict(n_test=1), "n_test must be"),
                                         (dict(chunk=0), "chunk must be")])
 def test_test_errors_refuse_sizes_that_give_no_error_bar(kw, needle) -> None:
