@@ -187,13 +187,20 @@ class SolverConfig:
         the check a command runs before any work (:func:`attnphase.numerics.quadrature.rules.check_rule_size`);
         also when the e_t rule has fewer nodes than the solve rule (e_t re-read on it would be less accurate than the
         solve's own, and its bar would not say so)."""
-        from attnphase.numerics.quadrature.rules import check_rule_size, rule_nodes
+        from attnphase.numerics.quadrature.rules import check_rule_size
 
         for role, spec in self.rules().items():
             try:
                 check_rule_size(L, spec)
             except ValueError as exc:
                 raise ValueError(f"{role.replace('_', '-')}: {exc}") from None
+        self.check_e_t_rule(L)
+
+    def check_e_t_rule(self, L: int) -> None:
+        """ValueError where the e_t rule has fewer nodes at L than the solve rule: e_t re-read on it would be less
+        accurate than the solve's own, and err_e_t would not say so."""
+        from attnphase.numerics.quadrature.rules import rule_nodes
+
         n, solve_nodes = rule_nodes(L, self.e_t_quadrature or self.quadrature), rule_nodes(L, self.quadrature)
         if n < solve_nodes:
             raise ValueError(f"e-t-quadrature: {self.e_t_quadrature} has {n} nodes at L = {L}, fewer than the solve "

@@ -113,6 +113,7 @@ def solve(
     alpha = check_alpha(alpha)
     cfg = config or SolverConfig()
     check_init(params, init)
+    cfg.check_e_t_rule(params.L)
     if rule is not None and not isinstance(rule, QuadratureRule):
         raise ValueError(f"rule must be a QuadratureRule (make_rule(L, spec)) or None, got {type(rule).__name__}; a "
                          f"rule spec such as 'sobol8:4' goes in SolverConfig(quadrature=...)")

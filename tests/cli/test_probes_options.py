@@ -77,6 +77,17 @@ def test_an_e_t_rule_coarser_than_the_solve_rule_is_refused(command, rule, capsy
     assert not any(tmp_path.iterdir())
 
 
+def test_the_library_solve_refuses_an_e_t_rule_coarser_than_its_solve_rule():
+    """SolverConfig and solve took e_t_quadrature="sobol2" beside the solve rule sobol8:4 (the command line alone
+    refused it)."""
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.theory import ModelParams
+
+    with pytest.raises(ValueError, match="^e-t-quadrature: sobol2 has 4 nodes at L = 2, fewer than the solve rule"):
+        solve(ModelParams(), 1.0, config=SolverConfig(quadrature="sobol8:4", e_t_quadrature="sobol2"))
+
+
 def test_scan_over_an_L_beyond_the_limit_names_L(capsys, tmp_path):
     """scan was missing from the commands that solve the state evolution: ``--L 2,5`` was refused as
     ``--quadrature: L = 5``."""
