@@ -308,16 +308,17 @@ def plot_branch_curves(
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_ylabel(r"$\Delta e_t = e_t^{sem} - e_t^{pos}$")
     for ax in axes.flat:
+        said = ax is axes[1, 1]  # the boundaries named once, in the panel of fewest curves (legends hid the curves)
         for sw, color in ((sem, "tab:blue"), (pos, "tab:red")):
             if math.isfinite(sw.end.alpha):
                 err = errors.get(f"err_{sw.branch}_end", math.nan)
                 ax.axvline(sw.end.alpha, color=color, ls="--", lw=0.8,
-                           label=f"{sw.branch} end {_at(sw.end.alpha, err)} ({sw.end.kind})")
+                           label=f"{sw.branch} end {_at(sw.end.alpha, err)} ({sw.end.kind})" if said else None)
                 _band(ax, sw.end.alpha, err, color, f"band_{sw.branch}_end")
         for a, color, name in ((alpha_c, "k", "c"), (alpha_l, "tab:green", "l")):
             if math.isfinite(a):
                 err = errors.get(f"err_alpha_{name}", math.nan)
-                ax.axvline(a, color=color, ls=":", lw=1, label=rf"$\alpha_{name}$={_at(a, err)}")
+                ax.axvline(a, color=color, ls=":", lw=1, label=rf"$\alpha_{name}$={_at(a, err)}" if said else None)
                 _band(ax, a, err, color, f"band_alpha_{name}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)

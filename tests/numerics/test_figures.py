@@ -141,8 +141,10 @@ def test_curves_figure_shows_the_boundaries_bars_and_says_its_points_have_none(t
     lo, hi = band.get_x(), band.get_x() + band.get_width()
     assert lo == pytest.approx(1.24) and hi == pytest.approx(1.26)
     assert not any(p.get_gid() == "band_semantic_end" for p in eps.patches)  # no bar: no band
-    labels = [t.get_text() for t in eps.get_legend().get_texts()]
+    # the boundaries named once, in the Delta e_t panel: in every panel's legend they hid the eps_g curves
+    labels = [t.get_text() for t in fig.axes[3].get_legend().get_texts()]
     assert r"$\alpha_c$=1.250 +- 0.010" in labels and "standard error" in fig._suptitle.get_text()
+    assert not any("alpha_c" in t.get_text() for t in eps.get_legend().get_texts())
     assert [t.get_gid() for t in eps.texts] == ["no_point_bars"] and not eps.containers
     # a sweep that carries its points' bars draws them, and the note goes
     with_bars = replace(sem, errors=tuple({"err_eps_g": 1e-5} for _ in sem.points))
