@@ -86,8 +86,9 @@ def _is_rank(theory: dict[str, Any] | None) -> bool:
 def plot_general(summary: dict[str, Any], path: Path) -> None:
     """``general_suite.png``, one column per case against alpha: the theory's semantic |theta| and positional |m|
     (top) and eps_g (bottom), each branch only where it exists, its end ticked; the landmark dotted; GD's means
-    +- std from each start; the aligned-prox points (open diamonds); a rank-r case's converged points (stars,
-    the mixed point's |theta| and |m| both)."""
+    +- std from each start, and each run's eps_g (dots: seeds that land on two minima show as two groups); the
+    aligned-prox points (open diamonds); a rank-r case's converged points (stars, the mixed point's |theta| and
+    |m| both)."""
     plt = _plt()
     cases = summary["cases"]
     fig, axes = plt.subplots(2, len(cases), figsize=(3.6 * len(cases), 7), squeeze=False)
@@ -115,6 +116,11 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             bottom.errorbar([r["alpha"] for r in rows], [r["eps_g_mean"] for r in rows],
                             yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
                             label=f"GD, {init} start")
+            # each run's eps_g: a mean over seeds that land on two minima lies between them, on neither
+            runs = [r for r in summary.get("runs", []) if r.get("case") == case["key"] and r.get("init") == init
+                    and r.get("d") == summary["plan"]["d"] and r.get("eps_g") is not None]
+            bottom.plot([r["alpha"] for r in runs], [r["eps_g"] for r in runs], ".", color=color, ms=3, alpha=0.6,
+                        label=f"GD, {init} start: each run")
         _aligned_points(top, bottom, case["rows"])
         top_note = tiny_bars(top, [r.get(f"{o}_std") for r in case["rows"] for o in ("abs_theta", "m_norm")])
         top.set_title(f"({case['key']}) {case['title']}" + (f"\n{top_note}" if top_note else ""), fontsize=9)
@@ -126,8 +132,10 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             ax.tick_params(labelsize=8)
     handles, labels = figure_legend_entries(axes.flat)
     ncol = max(1, min(len(labels), (3 * len(cases)) // 2 + (len(cases) == 1), 6))  # what the width holds
-    fig.suptitle(textwrap.fill(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: "
-                               "alpha_c, or the semantic end where there is none", width=38 * len(cases)), fontsize=10)
+    fig.suptitle(textwrap.fill(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); GD bars: "
+                               "the seeds' standard deviation (their spread, not an error of the mean); dots: each "
+                               "run; dotted: alpha_c, or the semantic end where there is none",
+                               width=38 * len(cases)), fontsize=10)
     fig.tight_layout(rect=(0, 0.035 * (1 + math.ceil(len(labels) / ncol)), 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False, markerscale=0.9)
     fig.savefig(path, dpi=110)

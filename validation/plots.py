@@ -102,7 +102,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
             if rows:
                 ax.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
                             yerr=[r[f"{obs}_std"] for r in rows], fmt=marker, color=color, mfc="none", ms=5,
-                            capsize=2, label=f"GD, {init} init")
+                            capsize=2, label=f"GD, {init} init (mean +- seeds' sd)")
         ax.set(xlabel="alpha", ylabel=label)
         ax.set_title(tiny_bars(ax, [r[f"{obs}_std"] for r in summary["sweep"]]), fontsize=8, loc="left")
     ax = axes.flat[3]
@@ -117,7 +117,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     else:
         ax.errorbar([r["alpha"] for r in rows], [r["delta_e_t_mean"] for r in rows],
                     yerr=[r["delta_e_t_std"] for r in rows], fmt="D", color="C3", mfc="none", capsize=2,
-                    label="GD (paired seeds)")
+                    label="GD (paired seeds, mean +- sd)")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel="alpha", ylabel="Delta e_t = e_t(sem) - e_t(pos)")
     ax.set_title(tiny_bars(ax, [r["delta_e_t_std"] for r in rows]), fontsize=8, loc="left")

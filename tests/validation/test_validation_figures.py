@@ -80,6 +80,22 @@ def test_one_legend_names_every_marker_of_every_panel(tmp_path):
     assert "bars within the markers (largest 1e-05)" in fig.axes[3].get_title()  # eps_g: std 1e-5 on a 1e-3 scale
 
 
+def test_the_general_figure_says_what_its_bars_are_and_draws_each_run(tmp_path):
+    """Its bars are the seeds' standard deviation, which the figure did not say; and a start whose seeds land on two
+    minima (rank 2, alpha 2: three runs at the mixed point's eps_g 1.3e-3, one at the positional point's 3.1e-3)
+    showed as one mean between them, on neither."""
+    summary = _summary()
+    eps = [1.33e-3, 1.40e-3, 3.11e-3, 1.50e-3]
+    summary["runs"] = [{"case": "d", "init": "positional", "d": 200, "alpha": 1.5, "seed": k, "eps_g": e}
+                       for k, e in enumerate(eps)] + [{"case": "d", "init": "positional", "d": 100, "alpha": 1.5,
+                                                       "seed": 0, "eps_g": 9.0}]  # another d: not this figure's
+    fig = _drawn(plot_general, summary, tmp_path / "general_suite.png")
+    assert "GD bars: the seeds' standard deviation" in fig._suptitle.get_text()
+    bottom = fig.axes[5]  # the rank-2 case's eps_g panel
+    (dots,) = [ln for ln in bottom.lines if ln.get_label() == "GD, positional start: each run"]
+    assert sorted(dots.get_ydata()) == sorted(eps)
+
+
 def _sweep_summary():
     alphas = (0.5, 1.0, 1.5, 2.0)
     curves = {"semantic/global": {"records": _records("semantic", [(a, 0.1 + 0.25 * a) for a in alphas]), "end": 0.4}}
@@ -98,7 +114,7 @@ def test_alpha_sweep_says_where_its_error_bars_hide_behind_the_markers(tmp_path)
     assert eps_g.get_title(loc="left") == "GD +- std: bars within the markers (largest 2e-06)"
     assert theta.get_title(loc="left") == "" and delta.get_title(loc="left") == ""  # bars a reader sees: no note
     assert min(t.get_fontsize() for ax in (m, delta) for t in ax.get_legend().get_texts()) >= 8
-    assert "GD (paired seeds)" in [t.get_text() for t in delta.get_legend().get_texts()]
+    assert "GD (paired seeds, mean +- sd)" in [t.get_text() for t in delta.get_legend().get_texts()]
 
 
 def test_alpha_sweep_with_no_data_says_why_in_each_panel(tmp_path):
