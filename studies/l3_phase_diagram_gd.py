@@ -32,7 +32,7 @@ agrees where the runs at d2 end agnostic (both overlaps under the threshold t) a
 Writes, per omega, ``gd_runs_omega<w>.csv`` (one row per run, written as it finishes; a rerun skips the rows
 there), ``gd_theory_omega<w>.csv`` (one row per alpha, map and requested branch), ``gd_agreement_omega<w>.csv``
 and ``phase_diagram_gd_omega<w>.png``: (a) alpha_c(omega) with its bars from ``DIAGRAM/phase_diagram.csv`` and
-the GD points of every omega in OUT at the first d, coloured by the point reached; (b) the overlaps, (c) eps_g
+the GD points of every omega in OUT at the last d (the verdicts'), coloured by the point reached; (b) the overlaps, (c) eps_g
 and (d) e_t against alpha, the theory's points (lines) beside GD (markers, mean +- se over seeds; filled: first d,
 open: second d).
 """
@@ -171,16 +171,16 @@ def figure(args, runs: list[dict], theo: list[dict], ds: list[int], path: Path) 
     for f in sorted(Path(args.out).glob("gd_runs_omega*.csv")):
         omega = float(f.stem.split("omega")[1])
         for r in csv.DictReader(open(f)):
-            if int(r["d"]) != ds[0]:
+            if int(r["d"]) != ds[-1]:  # the verdicts' d, whose threshold panel (b) draws
                 continue
             a, th, m, mk = float(r["alpha"]), float(r["theta"]), float(r["m"]), "o" if r["init"] == "semantic" else "s"
             ax.scatter(a * (1 + 0.03 * (int(r["seed"]) - 1)), omega + (0.008 if mk == "o" else -0.008), marker=mk,
-                       c=COLOURS[reached(th, m, a, ds[0], args.threshold)], s=22, edgecolors="k", linewidths=0.3)
+                       c=COLOURS[reached(th, m, a, ds[-1], args.threshold)], s=22, edgecolors="k", linewidths=0.3)
     for lab, c in COLOURS.items():
         ax.scatter([], [], c=c, marker="o", label=f"GD reached {lab}")
     ax.set_xscale("log")
     ax.set(xlabel="alpha", ylabel="omega")
-    ax.set_title(f"(a) L = 3, P = {args.P}: alpha_c; GD at d = {ds[0]} (o semantic, s positional start)", fontsize=9)
+    ax.set_title(f"(a) L = 3, P = {args.P}: alpha_c; GD at d = {ds[-1]} (o semantic, s positional start)", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     on = [t for t in theo if t["converged"]]
     lines = (("global", "semantic", "abs_theta", "tab:blue", "-"), ("aligned", "semantic", "abs_theta", "tab:blue", "--"),
