@@ -168,7 +168,7 @@ def plot_phase_diagram(
         ok = np.isfinite(x) & np.isfinite(err)
         if ok.any():
             lo, hi = np.where(ok, x - err, np.nan), np.where(ok, x + err, np.nan)
-            band = (r"bands: $\pm$ the final bracket width (right: its size)" if widths else
+            band = (r"bands: $\pm$ the error bar (right: its size)" if widths else
                     r"bands: $\pm$ 1 standard error (right: their size)")
             ax.fill_betweenx(om[order], lo[order], hi[order], where=ok[order], color=color, alpha=0.3, lw=0,
                              label=band if key == "alpha_c" else None, gid=f"band_{key}")
@@ -218,7 +218,9 @@ def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
 
 
 def _error_panel(ex, widths: bool) -> None:
-    """The panel of the boundaries' errors (standard errors, or bracket widths when ``widths``) on a log scale."""
+    """The panel of the boundaries' errors on a log scale: standard errors, or with ``widths`` (r >= 2 or r* >= 2)
+    each boundary's own kind of bar -- a bracket width, the half-width of an interval where Delta e_t is not
+    established, or a standard error linearised at a root (its ``<boundary>_method`` says which)."""
     drawn = np.concatenate([np.asarray(line.get_xdata(), dtype=float) for line in ex.get_lines()] + [np.array([])])
     drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
     if drawn.size:
@@ -227,8 +229,9 @@ def _error_panel(ex, widths: bool) -> None:
         ex.xaxis.set_minor_formatter(NullFormatter())
     else:
         ex.text(0.5, 0.5, "no error bars estimated", transform=ex.transAxes, ha="center", fontsize=9)
-    ex.set_xlabel(r"final bracket width (in $\alpha$)" if widths else r"standard error of the boundary (in $\alpha$)")
-    ex.set_title(("bracket widths" if widths else "standard errors") + " (log scale)", fontsize=11)
+    ex.set_xlabel(r"error bar (in $\alpha$): bracket width, interval half-width or standard error (its method says)"
+                  if widths else r"standard error of the boundary (in $\alpha$)", fontsize=8 if widths else None)
+    ex.set_title(("error bars" if widths else "standard errors") + " (log scale)", fontsize=11)
     ex.grid(alpha=0.3, which="both")
     ex.tick_params(labelleft=False)
 
