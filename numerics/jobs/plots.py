@@ -205,8 +205,13 @@ def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
     if not xs:
         return
     mid = float(np.median(xs))
-    named = next((b for b in rows if b.alpha_c_from and math.isfinite(b.alpha_c)), None)
-    left, right_name = (named.alpha_c_from, named.alpha_c_to) if named else ("positional", "semantic")
+    named = [b for b in rows if b.alpha_c_from and math.isfinite(b.alpha_c)]
+
+    def family(side: str) -> str:
+        # a rank-r branch's name (mixed#4) is one omega's: the families, each once, name the region at every omega
+        names = dict.fromkeys(str(getattr(b, side)).split("#")[0] for b in named)
+        return " / ".join(names)
+    left, right_name = (family("alpha_c_from"), family("alpha_c_to")) if named else ("positional", "semantic")
     ymid = float(np.mean([b.omega for b in rows])) + (0.025 if len(rows) == 1 else 0.0)
     colour = {br: style[0] for br, style in BRANCH_STYLE.items()}
     narrow = mid < 0.3 * alpha_max  # centred on 0.5 alpha_c, the name would spill over the axis's tick labels

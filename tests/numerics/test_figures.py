@@ -69,6 +69,17 @@ def test_region_names_stay_inside_the_axes_when_alpha_c_is_small(tmp_path) -> No
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, t.get_text()
 
 
+def test_region_names_are_the_families_every_omega_shares(tmp_path) -> None:
+    """A rank-2 diagram named its region after one omega's branch (mixed#4) where another omega's change is to
+    mixed#1 or to the semantic point."""
+    rows = [Boundaries(omega=w, alpha_c=0.6 + w, alpha_l=1.0, semantic_end=math.nan, positional_end=math.nan,
+                       alpha_c_from="positional", alpha_c_to=to, r=2) for w, to in ((0.1, "mixed#4"), (0.2, "mixed#1"),
+                                                                                     (0.3, "semantic"))]
+    ax = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=3.0).axes[0]
+    assert [t.get_text() for t in ax.texts if t.get_text().startswith(("positional", "mixed"))] == [
+        "positional", "mixed / semantic"]
+
+
 def test_a_positional_end_that_is_a_birth_is_drawn_and_named_as_one(tmp_path) -> None:
     # scan --lam 0.01,0.03: the legend said "positional branch end" at alpha ~ 0.13, the positional branch's birth
     # (positional_end_exists "above"), beside ends where the branch stops going up ("below")
