@@ -168,13 +168,16 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     else:
         from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
 
-        plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
+        shape = model_shape(params)
+        plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors,
+                           model=shape)
         if curves is not None:
             pc = params.replace(omega=curves.omega)
             at = [i for i, b in enumerate(rows) if b.omega == curves.omega]  # its row's error bars
             plot_branch_curves(curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
                                curves.alpha_c, curves.alpha_l, out / files[-1],
-                               title=f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
+                               title=(f"{shape}, " if shape else "")
+                               + f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
                                alpha_max=alpha_max_of([curves], alphas),
                                errors=errors[at[0]] if errors and at else None)
         meta = write_boundary_files(
@@ -237,3 +240,19 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
         "seconds": time.perf_counter() - t0} | (tail or {})
     (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, default=str))
     return meta
+
+
+def model_shape(params: ModelParams) -> str:
+    """What a figure's title says of the model beyond omega, sigma and lambda: L, and P and A where they are not
+    L's defaults ("" for the paper's L = 2 model), e.g. "L = 3, P = 1,0,0;0,1,0;0,0,1"."""
+    import numpy as np
+
+    def text(M: object) -> str:
+        return ";".join(",".join(f"{x:.3g}" for x in row) for row in np.asarray(M, dtype=float))
+
+    default = ModelParams(L=params.L)
+    parts = [f"L = {params.L}"] if params.L != 2 else []
+    parts += [f"{k} = {text(getattr(params, k))}" for k in ("P", "A")
+              if not np.array_equal(np.asarray(getattr(params, k)), np.asarray(getattr(default, k)))]
+    return ", ".join(parts)
+

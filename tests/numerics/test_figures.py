@@ -361,3 +361,14 @@ def test_bayes_optimal_thresholds_shade_their_regions_with_height_at_one_omega_t
         ys = np.concatenate([p.vertices[:, 1] for p in c.get_paths()])
         assert ys.max() - ys.min() > 0.05
         assert ys.min() <= min(omegas) and ys.max() >= max(omegas)
+
+
+def test_a_figure_title_names_the_model_beyond_the_papers() -> None:
+    """The L = 3 figures (P = I and the simplex P) had the L = 2 figures' titles: nothing told them apart."""
+    from attnphase.numerics.jobs.report import model_shape
+    from attnphase.theory import ModelParams
+
+    assert model_shape(ModelParams()) == "" and model_shape(ModelParams(L=3)) == "L = 3"
+    simplex = ModelParams(L=3, P=np.array([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    assert model_shape(simplex) == "L = 3, P = 1,-1,0;-1,1,0;0,0,0"
+    assert model_shape(ModelParams(A=np.array([[0.3, 0.7], [0.8, 0.2]]))) == "A = 0.3,0.7;0.8,0.2"
