@@ -63,10 +63,15 @@ def _send_again(unraisable: object) -> None:
     _thread.start_new_thread(send, ())
 
 
+_library_excepthook = _sys.excepthook
+# before the first call: a Ctrl-C that arrived while the package loaded is raised on entering a function (here
+# _is_the_command's), and there it must already be the command's stop; a library import gets Python's hook back
+_sys.excepthook = _stop_at_top_level
 if _is_the_command():
-    _sys.excepthook = _stop_at_top_level  # first: a Ctrl-C while the next line loads is the stop
     _sys.unraisablehook = _send_again  # and one that lands where Python drops it is sent again
     from attnphase import interrupts as _interrupts
 
     _interrupts.THE_COMMAND = True
     _interrupts.handle_from_start()
+else:
+    _sys.excepthook = _library_excepthook
