@@ -363,6 +363,7 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_found err_alpha_c"
 
 
+@pytest.mark.heavy
 def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
     """`--json`: stdout is phase_diagram.json as one object (the table goes to stderr).  Small rules throughout
     (alpha_c is gh6's own root; no refinement of alpha_l or the ends): the default ones are run by
@@ -490,6 +491,7 @@ def test_a_solved_point_below_the_branchs_floor_is_absence_or_solver_failure_by_
     assert "(|theta| = 0.004, below the branch's floor 0.02)" in reason
 
 
+@pytest.mark.heavy
 def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys, tmp_path) -> None:
     """At lambda = 1 the ridge penalty holds the student at Q = 0 (q ~ 1e-47 +- 1e-47): the reason says so, and q
     (zero at round-off) is not an accuracy of 100 % with a note that the tier missed its target."""
@@ -643,6 +645,7 @@ def test_a_census_start_that_reached_its_label_below_the_floor_says_it_is_the_ag
     assert "semantic, e_t = " in line and "(|theta| = 0.00043, below the branch's floor: the agnostic point" in line
 
 
+@pytest.mark.heavy
 def test_error_estimate_0_drops_the_bars_not_the_alpha_l_refinement(tmp_path, capsys):
     """``--error-estimate 0`` is "none (faster)": without blocks the sobol refinement of alpha_l rejected itself
     ("fewer than two of its blocks reproduce the re-solved point") and alpha_l moved by 3 of its bars (1.48949 +-
@@ -657,6 +660,7 @@ def test_error_estimate_0_drops_the_bars_not_the_alpha_l_refinement(tmp_path, ca
     assert math.isfinite(bars["err_alpha_l"]) and "err_alpha_l" not in none
 
 
+@pytest.mark.heavy
 def test_a_boundary_without_a_bar_is_said_in_the_json_too(tmp_path, capsys):
     """``--branch-end trace``: the traced semantic end carries no bar; stderr said so, phase_diagram.json's
     error_note did not (README: a missing bar is said in the JSON's error_note)."""

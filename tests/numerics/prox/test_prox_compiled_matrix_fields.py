@@ -196,6 +196,7 @@ def test_an_aligned_rank2_solve_reaches_one_point_however_often_it_polishes() ->
     np.testing.assert_allclose(b, a, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.heavy
 def test_aligned_map_drives_a_rank2_solve_and_local_is_refused() -> None:
     """--prox aligned runs the rank-r state evolution (a converged mixed point at alpha = 2: where no node's lowest
     minimum lies on the wrong side of the mean field, the global map's point); --prox local is refused."""

@@ -88,6 +88,7 @@ def test_solver_config_e_t_quadrature_sets_the_record(semantic_point) -> None:
         SolverConfig(e_t_quadrature="sobol")
 
 
+@pytest.mark.heavy
 def test_alpha_c_correction_reaches_the_careful_value_from_a_coarse_rule() -> None:
     """gh6 alone puts alpha_c(0.3) at 1.2587; one Newton step with E[M] on sobol16 lands within 2e-3 of
     docs/model.md's careful 1.2515 +- 0.0005 (sobol16's own spread over seeds: 3.7e-4)."""

@@ -53,6 +53,7 @@ def test_zero_student_finite_differences_take_its_scale(rank1) -> None:
     assert lead2 == pytest.approx(lead1, abs=0.02)
 
 
+@pytest.mark.heavy
 def test_census_lists_the_stable_zero_student_at_rank_1() -> None:
     res = census(ModelParams(**STRONG_RIDGE), 1.0, config=CFG)
     [entry] = res.entries
