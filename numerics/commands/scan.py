@@ -76,18 +76,20 @@ def run(args: argparse.Namespace) -> int:
 
     store = task_store(out_dir)
     job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}
+    from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
+    from attnphase.numerics.jobs.boundary_table import with_unbarred_note
+
+    def amend(summary: dict) -> dict:
+        """scan.json as --json prints it: the error note and each value's Bayes-optimal thresholds (its figure's
+        lines)."""
+        summary = with_unbarred_note(summary | error_note(error_bars_note(cfg, n_rules)), models[0].r,
+                                     f"{field},omega")
+        return summary | {"bayes_optimal": {str(v): threshold_keys(m) for v, m in zip(summary["values"], models)}}
+
     with staged_job(out_dir, "scan", job_model, args.json) as stage:
         summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                            error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                           quiet=args.quiet, command=command_line())
-        from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
-        from attnphase.numerics.jobs.boundary_table import with_unbarred_note
-
-        # scan.json as --json prints it: the error note and each value's Bayes-optimal thresholds (its figure's lines)
-        summary = with_unbarred_note(summary | error_note(error_bars_note(cfg, n_rules)), models[0].r,
-                                     f"{field},omega")
-        summary |= {"bayes_optimal": {str(v): threshold_keys(m) for v, m in zip(summary["values"], models)}}
-        (stage / "scan.json").write_text(json.dumps(outputs.json_value(summary), indent=2, default=str))
+                           quiet=args.quiet, command=command_line(), amend=amend)
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))

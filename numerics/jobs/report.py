@@ -208,11 +208,13 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
                          params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], cfg: SolverConfig,
                          error_estimate: int, command: str, t0: float, title: str, head: dict, *,
                          more: dict | None = None, tail: dict | None = None,
-                         scanned: dict[str, Sequence[Any]] | None = None, model: dict | None = None) -> dict:
+                         scanned: dict[str, Sequence[Any]] | None = None, model: dict | None = None,
+                         amend: Callable[[dict], dict] | None = None) -> dict:
     """``<stem>``.csv/.nc/.json of a boundaries job (phase-diagram; scan, the values ``scanned`` {field: values}
     before omega): ``table``'s rows, the dataset's cell i ``runs``' row i at the coordinates ``at[i]``; returns the
     JSON's record, ``head``, ``more`` and ``tail`` before, amid and after the keys every such job has; ``model``: the
-    datasets' model attribute (default ``params`` with omega and the scanned values "scanned")."""
+    datasets' model attribute (default ``params`` with omega and the scanned values "scanned"); ``amend(meta)``: the
+    record with what the caller adds, written once."""
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.variables import described
@@ -238,6 +240,8 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
         "rows": json_value(table), "tasks": runs.counts | {"failures": runs.failures}, "dataset": f"{stem}.nc",
         "variables": described(first + csv_columns(r, bool(errors))), "code_version": version,
         "seconds": time.perf_counter() - t0} | (tail or {})
+    if amend is not None:
+        meta = amend(meta)
     (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, default=str))
     return meta
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from attnphase.execution import ExecutorSpec, ResultStore
 from attnphase.numerics.config import SolverConfig
@@ -29,8 +29,9 @@ def scan_coordinate(field: str, values: Sequence[Any]) -> list[Any]:
 def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], omegas: Sequence[float],
              alphas: Sequence[float], *, out_dir: Path, config: SolverConfig, error_estimate: int = 0,
              executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None, fresh: bool = False,
-             quiet: bool = False, command: str = "") -> dict[str, Any]:
-    """Compute and write the scan (scan.csv/.json/.nc and a figure per value); returns the summary (scan.json)."""
+             quiet: bool = False, command: str = "", amend: Callable[[dict], dict] | None = None) -> dict[str, Any]:
+    """Compute and write the scan (scan.csv/.json/.nc and a figure per value); returns the summary (scan.json);
+    ``amend(summary)``: the summary with what the caller adds, written into scan.json."""
     from attnphase.numerics.jobs.plots import plot_phase_diagram
 
     t0 = time.perf_counter()
@@ -53,7 +54,7 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
                                 command, t0, f"Phase diagram of dot-product attention over {field} and omega",
                                 {"scanned": field, "values": coord, "params": fixed}
                                 | ({"models": per_value} if per_value else {}),
-                                scanned={field: coord}, model=fixed)
+                                scanned={field: coord}, model=fixed, amend=amend)
 
 
 def scan_model(field: str, values: Sequence[Any], models: Sequence[ModelParams]) -> tuple[dict, dict]:

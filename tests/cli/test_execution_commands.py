@@ -22,7 +22,7 @@ SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", 
 
 
 @pytest.mark.heavy  # 6-12 s: kept out of the default run's 10-minute budget
-def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys) -> None:
+def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "pd"
     argv = ["phase-diagram", "--omega", "0.25,0.3,0.35", *SMALL, "--workers", "1", "--out", str(out)]
     # the child gets the default SIGINT action: a process started with SIGINT ignored keeps it
@@ -80,9 +80,23 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
     assert (out / "phase_diagram.csv").read_text() == csv_resumed
 
     # scan in the same folder: its (lam = 0.01, omega = 0.3) task is the phase diagram's, read back
+    from pathlib import Path
+
+    written, write_text = [], Path.write_text
+
+    def counted(self, *a, **k):
+        written.append(self.name)
+        return write_text(self, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", counted)
     assert main(["scan", "--lam", "0.01,0.02", "--omega", "0.3", *SMALL, "--workers", "1", "--out", str(out),
                  "--json"]) == 0
     scan = json.loads(capsys.readouterr().out)
+    # scan.json written once, as --json prints it (the command rewrote the job's file with the error note and the
+    # Bayes-optimal thresholds)
+    assert written.count("scan.json") == 1
+    assert json.loads((out / "scan.json").read_text()) == {k: v for k, v in scan.items() if k != "out"}
+    assert "error_note" in scan and scan["bayes_optimal"]["0.01"]["alpha_it"] is not None
     assert scan["tasks"]["stored"] == 1 and scan["tasks"]["computed"] == 1 and scan["scanned"] == "lam"
     # the fixed model beside the scanned values (scan.json had only lam and omega)
     assert scan["params"]["L"] == 2 and scan["params"]["rho0"] == 1.0 and scan["params"]["lam"] == "scanned"

@@ -45,9 +45,11 @@ def test_scan_json_keeps_its_notes_on_stderr(tmp_path, capsys, monkeypatch) -> N
     rows = [{"lam": lam, "omega": 0.3, "alpha_c": 1.25 if lam < 0.05 else None, "alpha_l": 1.4, "semantic_end": 0.7161,
              "positional_end": None, "notes": ""} for lam in (0.01, 0.1)]
 
-    def fake_run_scan(field, values, models, omegas, alphas, **_):
-        return {"rows": rows, "values": list(values), "error_bars": "none", "seconds": 0.0,
-                "tasks": {"total": 2, "computed": 2, "stored": 0, "failed": 0, "failures": ""}}
+    def fake_run_scan(field, values, models, omegas, alphas, *, out_dir, amend, **_):
+        summary = amend({"rows": rows, "values": list(values), "error_bars": "none", "seconds": 0.0,
+                         "tasks": {"total": 2, "computed": 2, "stored": 0, "failed": 0, "failures": ""}})
+        (out_dir / "scan.json").write_text(json.dumps(summary))  # as write_boundary_files writes it
+        return summary
 
     monkeypatch.setattr(scan_report, "run_scan", fake_run_scan)
     for extra in ([], ["--json"]):
