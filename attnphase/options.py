@@ -37,6 +37,10 @@ def _exact(text: str, value: float) -> Fraction:
         return Fraction(value)
 
 
+#: Values of a list closer than this (relative to max(1, |value|)) are one grid point (see :func:`parse_values`).
+SAME_VALUE = 1e-12
+
+
 def parse_values(text: str, option: str, *, positive: bool = False, distinct: bool = True) -> list[float]:
     """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM evenly spaced values, both
     ends included), or a comma list of those; ``positive``: every value > 0; ``distinct``: no value twice."""
@@ -67,6 +71,12 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
     if distinct and len(set(values)) < len(values):
         twice = next(v for i, v in enumerate(values) if v in values[:i])
         raise ValueError(f"{option} values must be distinct (a grid point given twice: {twice:g}), got {text!r}")
+    ordered = sorted(values)
+    close = [(a, b) for a, b in zip(ordered, ordered[1:]) if b - a <= SAME_VALUE * max(1.0, abs(a), abs(b))]
+    if distinct and close:  # the solvers take them for one point (a continuation reaches a target within 1e-12)
+        a, b = close[0]
+        raise ValueError(f"{option} values must be distinct: {a!r} and {b!r} differ by less than {SAME_VALUE:g} "
+                         f"relative, one grid point to the solvers; got {text!r}")
     return [v + 0.0 for v in values]  # -0 is 0 (no "omega -0" in a table, no "omega-0" in a file name)
 
 
@@ -161,9 +171,9 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
     """``attnphase scan``'s grid: (the scanned field, its values, the ModelParams at each value (at the
     first omega), the omegas).  Exactly one of --lam, --rho0, --L, --sigma holds several values."""
     lists = {"--lam": parse_values(args.lam, "--lam"), "--rho0": parse_values(args.rho0, "--rho0"),
-             "--L": parse_values(args.L, "--L"), "--sigma": [t for t in str(args.sigma).split(";") if t.strip()]}
-    if not lists["--sigma"]:
-        raise ValueError(f"--sigma must be one or more values separated by \";\", got {args.sigma!r}")
+             "--L": parse_values(args.L, "--L"), "--sigma": [t.strip() for t in str(args.sigma).split(";")]}
+    if not all(lists["--sigma"]):  # "0.5;;0.6", "0.5;" or "": an empty value, as an empty list item elsewhere
+        raise ValueError(f"--sigma must be one or more values separated by \";\", none empty, got {args.sigma!r}")
     if any(v != int(v) for v in lists["--L"]):
         raise ValueError(f"--L values must be integers >= 2, got {args.L!r}")
     lists["--L"] = [int(v) for v in lists["--L"]]

@@ -38,8 +38,13 @@ RULE_SYNTAX = ("sobolK[:REPS:SEED] (REPS independent scramblings of 2^K Sobol po
                "bar), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]")
 
 
-def add_solver_options(p: argparse.ArgumentParser) -> None:
-    """Add the solver group (every field a SolverConfig takes from the command line)."""
+def add_solver_options(p: argparse.ArgumentParser, command: str) -> None:
+    """Add the solver group (every field a SolverConfig takes from the command line); those ``command`` does not use
+    (:data:`ROLE_COMMANDS`) are parsed, to be refused by name, but left out of its help."""
+
+    def shown(field: str, text: str) -> str:
+        return text if command in ROLE_COMMANDS.get(field, (command,)) else argparse.SUPPRESS
+
     d = SOLVER_DEFAULTS
     g = p.add_argument_group("solver (docs/method.md)")
     g.add_argument("--prox", choices=PROX_MODES, default=None,
@@ -69,11 +74,11 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         "which moves the branch end by one linearised step (sweep, phase-diagram); none: the solve rule's secant root "
         f"(default {d['end_quadrature']})",
     }.items():
-        g.add_argument("--" + field.replace("_", "-"), default=None, metavar="RULE", help=text)
+        g.add_argument("--" + field.replace("_", "-"), default=None, metavar="RULE", help=shown(field, text))
     g.add_argument("--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,
-                   help="how a branch's end is located (sweep, phase-diagram): where the agnostic branch turns "
-                   "unstable (bifurcation), or by a trace at fixed theta / bisection in alpha (trace; noisier) "
-                   f"(default {d['branch_end']})")
+                   help=shown("branch_end", "how a branch's end is located (sweep, phase-diagram): where the agnostic "
+                              "branch turns unstable (bifurcation), or by a trace at fixed theta / bisection in alpha "
+                              f"(trace; noisier) (default {d['branch_end']})"))
     g.add_argument("--tol", type=float, default=None, metavar="TOL",
                    help=f"fixed-point residual tolerance, in [1e-14, 1e-6]: far below the quadrature error, above round-off "
                    f"(default {d['tol']:g})")

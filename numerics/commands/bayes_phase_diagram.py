@@ -36,15 +36,14 @@ def threshold_keys(params) -> dict:
 
 
 def check_bayes_diagram_options(args: argparse.Namespace) -> None:
-    """One-line ValueErrors for the ERM-only options of ``phase-diagram`` given with ``--estimator bayes-optimal``."""
+    """One-line ValueErrors for the ERM-only options of ``phase-diagram`` given with ``--estimator bayes-optimal``
+    (the solver's options, --error-estimate among them, are refused as on every command:
+    ``bayes_options.check_bayes_solver_options``)."""
     if getattr(args, "census", False):
         raise ValueError("--census searches the ERM fixed points; --estimator bayes-optimal has no census")
     if getattr(args, "continuation", "auto") == "on":
         raise ValueError("--continuation on continues the ERM boundaries in omega; --estimator bayes-optimal computes "
                          "its thresholds at each omega directly")
-    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
-        raise ValueError("--error-estimate: with --estimator bayes-optimal every error bar is the change from the "
-                         "Gauss rule of 16 nodes fewer (docs/bayes-optimal.md); leave it at auto")
 
 
 def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:

@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The census's options: ``--alpha``, the model and solver groups, ``--error-estimate``, ``--out``, ``--json``."""
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
     opt.add_model_options(p)
-    solver_options.add_solver_options(p)
+    solver_options.add_solver_options(p, "census")
     solver_options.add_error_estimate_option(p, "every fixed point's observables (err_<key>)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help=f"output folder: writes census.json, census.csv, census_starts.csv and census.nc there "

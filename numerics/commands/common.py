@@ -95,8 +95,8 @@ def check_omega_file_names(omegas: Sequence[float]) -> None:
 
 def check_semantic_signal(omegas: Sequence[float]) -> None:
     """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
-    so there is no semantic branch and no boundary."""
-    if omegas and all(float(w) >= 1 for w in omegas):
+    so there is no semantic branch and no boundary.  An omega above 1 is left to the model's own range check."""
+    if omegas and all(float(w) == 1 for w in omegas):
         raise ValueError("--omega 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
                          "no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
                          "(attnphase solve --omega 1 --branch positional gives the positional fixed point)")

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opt.add_estimator_option(p, "at every omega its thresholds alpha_weak_recovery, alpha_it, alpha_amp with error "
                              "bars and its eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv, .json, "
                              ".nc, .png (the solver options do not apply; each omega is one task, --workers)")
-    solver_options.add_solver_options(p)
+    solver_options.add_solver_options(p, "phase-diagram")
     solver_options.add_error_estimate_option(p, "every boundary (err_<boundary> columns, error bars in the figure)")
     p.add_argument("--census", action="store_true",
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``scan``'s options (docs/reference/commands.md)."""
     opt.add_alpha_grid_option(p)
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
-    solver_options.add_solver_options(p)
+    solver_options.add_solver_options(p, "scan")
     solver_options.add_error_estimate_option(p, "every boundary (err_<boundary> variables)")
     outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
     execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)

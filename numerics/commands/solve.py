@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     solver_options.add_branch_option(p, mixed=True, bayes=True)
     opt.add_estimator_option(p, "its fixed point, with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
     opt.add_model_options(p)
-    solver_options.add_solver_options(p)
+    solver_options.add_solver_options(p, "solve")
     solver_options.add_error_estimate_option(p, "every observable (err_<key>)")
     outputs.add_json_option(p)
 

@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv, "
                              "DIR/sweep_bayes-optimal.nc and .json, with its thresholds")
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
-    solver_options.add_solver_options(p)
+    solver_options.add_solver_options(p, "sweep")
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: "
                            "..._rank<r>x<r*>.csv) and sweep_<branch>.nc and .json (rank r >= 2: "

@@ -230,6 +230,10 @@ def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
         else:  # a solve or census uses no boundary's or end's rule: refused, not ignored
             with pytest.raises(ValueError, match=f"{option}: used by"):
                 solver_options.config_from_args(build_parser().parse_args(base + [option, given[option]]))
+    # the command's help lists the options it uses, and no option it refuses (solve's listed them all)
+    helped = build_parser().command_parsers[command].format_help()
+    assert all((option + " ") in helped for option in used), command
+    assert not any((option + " ") in helped for option, _ in solver_options.SOLVER_OPTIONS if option not in used)
     nones = [o for o in ("--alpha-c-quadrature", "--e-t-quadrature", "--alpha-l-quadrature", "--end-quadrature")
              if o in used]
     off = solver_options.config_from_args(build_parser().parse_args(base + [x for o in nones for x in (o, "none")]))
@@ -499,6 +503,9 @@ def test_scheduler_must_be_an_address(value: str, capsys) -> None:
     (["--lam", "0.01,0.01"], "--lam values must be distinct"),
     (["--lam", "0.01,-1"], "--lam: lam (ridge penalty lambda) must be >= 0"),
     (["--L", "2,3", "--A", "0.6,0.4;0.4,0.6"], "--A"),
+    # an empty --sigma value was dropped silently, where an empty list item of any other option is refused
+    (["--sigma", "0.5;;0.6", "--omega", "0.3"], "none empty, got '0.5;;0.6'"),
+    (["--sigma", "0.5;0.6;", "--omega", "0.3"], "none empty"),
 ])
 def test_scan_grid_is_checked_before_any_work(argv, needle, tmp_path, capsys) -> None:
     assert main(["scan", *argv, "--out", str(tmp_path / "x")]) == 2

@@ -65,7 +65,8 @@ def test_a_threshold_that_does_not_exist_is_null_with_its_reason(tmp_path, capsy
     (["--rank", "2"], "--rank"),
     (["--census"], "--census"),
     (["--continuation", "on"], "--continuation"),
-    (["--error-estimate", "0"], "--error-estimate"),
+    # in the words of sweep's and solve's refusal (it said "leave it at auto" here)
+    (["--error-estimate", "0"], "--error-estimate: an option of the ERM solver"),
     (["--alpha", "0"], "--alpha"),  # (one alpha is a grid here: tests/cli/test_probes_sweep.py)
 ])
 def test_bad_bayes_diagram_input_is_one_line_exit_2(tmp_path, capsys, argv, message):

@@ -597,6 +597,14 @@ def test_omega_one_alone_is_refused_with_the_reason(argv, capsys, tmp_path):
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "o")], ["--omega 1", "no semantic signal"], tmp_path)
 
 
+@pytest.mark.parametrize("argv", [["phase-diagram", "--omega", "7"], ["phase-diagram", "--omega", "1.2,1.5"],
+                                  ["phase-diagram", "--omega", "1.5", "--rank", "2"]])
+def test_an_omega_above_one_is_refused_as_out_of_range(argv, capsys, tmp_path):
+    """``phase-diagram --omega 7`` was refused as "--omega 1: ... no semantic signal" (every omega >= 1 taken for 1)."""
+    err = _one_line_error(capsys, [*argv, "--out", str(tmp_path / "o")], ["--omega", "must lie in [0, 1]"], tmp_path)
+    assert "semantic signal" not in err
+
+
 def test_curves_figure_is_drawn_at_an_omega_of_the_run(tmp_path, capsys):
     from attnphase.numerics.jobs.report import curves_omega
 

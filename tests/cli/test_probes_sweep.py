@@ -32,6 +32,9 @@ def test_a_teacher_norm_double_precision_cannot_square_is_refused(rho0, capsys):
     ["sweep", "--omega", "0.3", "--alpha", "1,2,1"],
     ["phase-diagram", "--omega", "0.3,0.3"],
     ["scan", "--lam", "0.01,0.01,0.02", "--omega", "0.3"],
+    # within 1e-12: the sweep's continuation took them for one point and wrote the second alpha on both rows
+    ["sweep", "--omega", "0.3", "--alpha", "1.5,2,2.0000000000001,2.5"],
+    ["phase-diagram", "--omega", "0.3,0.30000000000000004"],
 ])
 def test_a_grid_point_given_twice_is_refused(argv, capsys, tmp_path):
     """A repeated grid value would be computed twice and make the dataset's coordinate non-monotonic (not CF)."""
