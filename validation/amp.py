@@ -39,6 +39,11 @@ GAMMA_MIN = 1.0 / 32
 STARTS = ("random", "spectral")
 
 
+#: The default ``tol`` per torch dtype name: float32's round-off keeps |D_t| / sqrt(d rho0) above 1e-7 (the runs
+#: recover the teacher and stop on their budget), as gradient descent's tolerance is loosened there.
+AMP_TOL = {"float64": 1e-7, "float32": 1e-5}
+
+
 @dataclass(frozen=True)
 class AmpConfig:
     """The stopping rule, damping and start of :func:`gamp` (module doc; docs/bayes-optimal.md).

@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
 
 from .agreement import mean_std
-from .amp import AmpConfig
+from .amp import AMP_TOL, AmpConfig
 from .amp_run import AmpSpec, run_amp
 from .data import n_samples
 from .finite_size import chosen_fit
@@ -59,6 +59,7 @@ class AmpPlan:
     amp: AmpConfig = field(default_factory=lambda: AmpConfig(max_iter=1000))
     device: str = "cpu"
     extra: tuple[tuple[float, int], ...] = ()
+    dtype: str = "float64"
 
     def ds_at(self, alpha: float) -> tuple[int, ...]:
         """The dimensions run at ``alpha``: ``ds`` and the ``extra`` ones of that alpha, ascending."""
@@ -93,9 +94,11 @@ def validation_amp_plan(plan: Any, device: str = "cpu") -> AmpPlan:
     """The AMP runs of ``validate``'s report for its plan (a
     :class:`~attnphase.validation.campaign_plan.ValidationPlan`): :func:`amp_plan` with ``--d`` joining the series
     and ``--seeds`` seeds where more than the default (as the finite-size series takes them: at least
-    :data:`AMP_SEEDS`, quick :data:`AMP_QUICK_SEEDS`)."""
+    :data:`AMP_SEEDS`, quick :data:`AMP_QUICK_SEEDS`), in the plan's dtype."""
     least = AMP_QUICK_SEEDS if plan.quick else AMP_SEEDS
-    return amp_plan(plan.params, quick=plan.quick, seeds=max(least, len(plan.seeds)), device=device, d=plan.d)
+    amp = amp_plan(plan.params, quick=plan.quick, seeds=max(least, len(plan.seeds)), device=device, d=plan.d)
+    # the campaign's --dtype, with that dtype's tolerance (as simulate --algorithm amp takes it)
+    return replace(amp, dtype=plan.dtype, amp=replace(amp.amp, tol=AMP_TOL.get(plan.dtype, AMP_TOL["float32"])))
 
 
 def amp_run_seconds(plan: AmpPlan) -> list[float]:
@@ -171,7 +174,8 @@ def run_amp_plan(plan: AmpPlan, progress: Callable[[str], None] | None = None) -
     for alpha in plan.alphas:
         for d in plan.ds_at(alpha):
             for s in plan.seeds:
-                r = run_amp(AmpSpec(d=d, alpha=alpha, seed=s, params=plan.params, amp=plan.amp, device=plan.device))
+                r = run_amp(AmpSpec(d=d, alpha=alpha, seed=s, params=plan.params, amp=plan.amp, device=plan.device,
+                                   dtype=plan.dtype))
                 runs.append({"alpha": alpha, "d": d, "seed": s, "theta": r.theta, "q": r.q, "iterations": r.iterations,
                              "converged": r.converged, "status": r.status, "se_q0": r.se_q0, "seconds": r.seconds})
             if progress is not None:

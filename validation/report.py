@@ -85,7 +85,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "deviation over the seeds, summary.json's sd_<obs>), theory = global prox, "
               "and every run of the row reached the gradient tolerance (a row with a run stopped by its step "
               "budget, stalled or diverged never counts as agreement).",
-              "", "| | alpha | simulation | theory |", "|---|---|---|---|"]
+              "", "| | alpha | simulation (mean +- seeds' sd) | theory |", "|---|---|---|---|"]
     for init, observables in _COMPARED.items():
         top = hl.get(f"{init}_at_alpha_max")
         if top:

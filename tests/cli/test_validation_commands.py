@@ -258,6 +258,34 @@ def test_simulate_on_a_tiny_step_budget_warns_and_says_not_converged(capsys):
     assert len(warning) == 1 and "--max-steps" in warning[0] and "budget" in warning[0]
 
 
+def test_simulate_whose_start_meets_the_tolerance_says_it_took_no_step(capsys):
+    """``simulate --grad-tol 10`` returned the semantic start (theta = q = 1) as a converged run, without a word."""
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        code = main(["simulate", "--d", "30", "--alpha", "1.5", "--n-test", "200", "--grad-tol", "10", "--json",
+                     "--device", "cpu", "--threads", "1"])
+    finally:
+        torch.set_num_threads(n)
+    captured = capsys.readouterr()
+    rec = json.loads(captured.out.strip())
+    assert code == 0 and rec["converged"] is True and rec["steps"] == 0
+    warning = [line for line in captured.err.splitlines() if line.startswith("attnphase: warning:")]
+    assert len(warning) == 1 and "no step was taken" in warning[0] and "semantic start itself" in warning[0]
+
+
+def test_validate_warns_of_runs_that_took_no_step(capsys):
+    from attnphase.validation.commands.validate import warn_unconverged
+
+    run = {"converged": True, "steps": 0, "grad_tol": 10.0, "grad_norm": 0.02, "status": "converged", "d": 200,
+           "alpha": 1.0, "init": "semantic"}
+    assert warn_unconverged([run, run | {"steps": 40}]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 2 runs met the gradient tolerance at their start and took no step" in err[0]
+    assert warn_unconverged([run | {"steps": 40}]) == 0 and capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("argv, word", [(["--grad-tol", "0"], "--grad-tol"), (["--grad-tol", "inf"], "--grad-tol"),
                                         (["--max-steps", "0"], "--max-steps")])
 def test_validate_checks_its_stopping_rule(argv, word, capsys):

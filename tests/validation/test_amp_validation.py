@@ -359,3 +359,14 @@ def test_validate_s_d_and_seeds_reach_its_amp_runs():
     more = validation_amp_plan(validation_plan(d=8000, seeds=12))
     assert more.ds == (500, 1000, 2000, 4000, 8000) and more.seeds == tuple(range(12))
     assert len(validation_amp_plan(validation_plan(quick=True, seeds=1)).seeds) == 4
+
+
+def test_validates_amp_runs_in_the_campaigns_dtype_with_its_tolerance():
+    """``validate --dtype float32`` ran its Bayes-optimal section's AMP in float64 (its report headed float32)."""
+    from attnphase.validation.amp import AMP_TOL
+    from attnphase.validation.amp_validation import validation_amp_plan
+    from attnphase.validation.campaign_plan import validation_plan
+
+    for dtype in ("float64", "float32"):
+        amp = validation_amp_plan(validation_plan(quick=True, seeds=2, params=ModelParams(), dtype=dtype))
+        assert amp.dtype == dtype and amp.amp.tol == AMP_TOL[dtype]

@@ -157,6 +157,7 @@ def test_report_files_and_bookkeeping(tmp_path):
     # the headline names the point the theory reached where it is not the start's branch's
     assert full["headline"]["semantic_at_alpha_max"]["theory_branch"] == "semantic"
     assert "| semantic init, eps_g | 2.0 |" in text and "(agnostic) |" not in text.split("## Headline")[1][:1500]
+    assert "| | alpha | simulation (mean +- seeds' sd) | theory |" in text  # its +- said as the seeds' sd
     other = json.loads(json.dumps(full))
     other["headline"]["semantic_at_alpha_max"]["theory_branch"] = "agnostic"
     row = next(ln for ln in render_markdown(other).splitlines() if ln.startswith("| semantic init, eps_g | 2.0 |"))

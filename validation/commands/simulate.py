@@ -55,10 +55,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     outputs.add_json_option(p)
 
 
-#: ``--amp-tol``'s default per ``--dtype``: float32's round-off keeps |D_t| / sqrt(d rho0) above 1e-7 (the runs
-#: recover the teacher and stop on their budget), as gradient descent's tolerance is loosened there.
-AMP_TOL = {"float64": 1e-7, "float32": 1e-5}
-
 #: The fewest test samples ``simulate --n-test`` takes (eps_g's standard error is then about eps_g / 7).
 MIN_N_TEST = 100
 
@@ -121,6 +117,8 @@ def _run_amp(args: argparse.Namespace) -> int:
     alpha, params = _checked_model(args, 0)
     from attnphase.validation.amp import AmpConfig
     from attnphase.validation.amp_run import AmpSpec, run_amp
+
+    from attnphase.validation.amp import AMP_TOL
 
     tol = AMP_TOL.get(args.dtype, AMP_TOL["float32"]) if args.amp_tol is None else args.amp_tol
     spec = AmpSpec(d=args.d, alpha=alpha, seed=args.seed, params=params, device=args.device, dtype=args.dtype,
@@ -201,5 +199,9 @@ def run(args: argparse.Namespace) -> int:
               f"{res.grad_norm:.2e} after {res.steps} steps, tolerance {res.grad_tol:.1e}; \"converged\": false)",
               file=sys.stderr)
         return 1
+    if res.steps == 0:  # a tolerance above the start's gradient: the start itself, not a trained student
+        print(f"attnphase: warning: the start already meets the gradient tolerance (|grad R|/sqrt(d) = "
+              f"{res.grad_norm:.2e} <= {res.grad_tol:.1e}): no step was taken, the result is the {args.init} start "
+              "itself; lower --grad-tol (default 3e-7 in float64) to train", file=sys.stderr)
     return 0
 

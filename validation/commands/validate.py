@@ -57,6 +57,10 @@ def warn_unconverged(runs: list[dict]) -> int:
     """One warning line on stderr when some runs stopped without reaching the gradient tolerance (their
     rows are not counted as agreement); returns how many.  ``runs``: the summary's run dicts."""
     bad = [r for r in runs if not r["converged"]]
+    if idle := [r for r in runs if r["converged"] and r.get("steps") == 0]:  # a tolerance above the start's gradient
+        print(f"attnphase: warning: {len(idle)} of {len(runs)} runs met the gradient tolerance at their start and took "
+              f"no step (--grad-tol {idle[0]['grad_tol']:.1e}): their rows compare the starts, not trained students",
+              file=sys.stderr)
     if bad:
         counts = ", ".join(f"{sum(r['status'] == s for r in bad)} {s}" for s in sorted({r["status"] for r in bad}))
         worst = max(bad, key=lambda r: r["grad_norm"])
