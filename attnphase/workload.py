@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Sequence
 
@@ -104,9 +105,16 @@ RANK2_SOLVES_OFF_GRID = 57.0
 CENSUS_SECONDS = 31.2
 #: The share of each core the census keeps busy: the same runs, 31.2 CPU s in 16.5 s on 2 cores.
 CENSUS_CORE_USE = 0.95
-#: ``validate``: one theory task at the quick plan's settings: the quick campaign's 7 took 115 CPU s
-#: (``validate --quick``'s summary.json, ``theory_cpu_seconds``; the main one 35, the others 11-13).
-VALIDATE_THEORY_TASK_SECONDS = 16.4
+#: ``validate``'s theory tasks at omega = 0.3, CPU s by plan: the main one (the alpha sweep's omega: its boundaries, the
+#: other maps' curves, the error bars) and each other omega's (the heat map's and the alpha_c curve's), from the
+#: summary.json of docs/data/validate_quick_d2000 (main 51.3, the 6 others 150 together) and validate_d2000 (104.6,
+#: the 11 others 297).
+VALIDATE_MAIN_THEORY_SECONDS = {"quick": 51.3, "full": 104.6}
+VALIDATE_THEORY_TASK_SECONDS = {"quick": 25.0, "full": 27.0}
+#: The main theory task's cost grows as exp(rate (0.3 - omega)) below omega = 0.3 (the positional ends and the aligned
+#: curves): its quick plan's task on 2 cores, one at a time, 176, 119, 81 and 50 CPU s at omega = 0, 0.1, 0.2, 0.3
+#: (the fit: 3.5x at omega = 0).
+VALIDATE_SMALL_OMEGA_RATE = 4.2
 #: ``validate``: one simulation at d = 1000, alpha = 2, one torch thread: the least-squares fit of
 #: ``SIMULATION_FIXED_SECONDS + this * (alpha / 2) (d / 1000)^2`` to 18 runs of ``--only sim`` (a simulation's cost
 #: grows as n d = alpha d^2).
@@ -180,6 +188,15 @@ def diagram_task_seconds(n_omegas: int, n_alphas: int, L: int, config: Any, n_ru
     if curves and tasks:
         tasks[0] += CURVES_BRANCH_SECONDS * rule_factor(L, config)
     return tasks
+
+
+def validate_theory_seconds(quick: bool, n_tasks: int, omega: float) -> list[float]:
+    """CPU seconds of each of ``validate``'s ``n_tasks`` theory tasks, the main one (at the alpha sweep's ``omega``)
+    first: :data:`VALIDATE_MAIN_THEORY_SECONDS` scaled by :data:`VALIDATE_SMALL_OMEGA_RATE` below omega = 0.3, then
+    :data:`VALIDATE_THEORY_TASK_SECONDS` each."""
+    plan = "quick" if quick else "full"
+    main = VALIDATE_MAIN_THEORY_SECONDS[plan] * math.exp(VALIDATE_SMALL_OMEGA_RATE * max(0.0, 0.3 - omega))
+    return ([main] + [VALIDATE_THEORY_TASK_SECONDS[plan]] * (n_tasks - 1)) if n_tasks else []
 
 
 def census_seconds(L: int, config: Any) -> float:

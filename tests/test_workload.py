@@ -190,3 +190,16 @@ def test_rank2_census_announces_the_measured_census_cost_on_this_machines_cores(
     smaller = _announcement(params, 0.5, SolverConfig(quadrature="sobol8:4"), 0)
     cpu = workload.RANK2_CENSUS_COMMAND_SECONDS * workload.matrix_rule_factor(2, SolverConfig(quadrature="sobol8:4"))
     assert cpu < workload.RANK2_CENSUS_COMMAND_SECONDS / 2 and workload.cpu_phrase(cpu) in smaller
+
+
+def test_validates_main_theory_task_is_estimated_at_its_omega():
+    """``validate --quick --omega 0`` announced 16 CPU s per theory task; its main task took 176 CPU s (50 at omega =
+    0.3, the others about 25 each)."""
+    from attnphase import workload
+
+    at = {w: workload.validate_theory_seconds(True, 7, w) for w in (0.0, 0.1, 0.3, 0.45)}
+    assert all(len(t) == 7 and t[1:] == [workload.VALIDATE_THEORY_TASK_SECONDS["quick"]] * 6 for t in at.values())
+    assert at[0.3][0] == at[0.45][0] == workload.VALIDATE_MAIN_THEORY_SECONDS["quick"]
+    assert 3.2 < at[0.0][0] / at[0.3][0] < 3.8 and 2.0 < at[0.1][0] / at[0.3][0] < 2.6  # measured: 3.5, 2.4
+    assert workload.validate_theory_seconds(False, 12, 0.3)[0] > at[0.3][0] and workload.validate_theory_seconds(
+        True, 0, 0.3) == []

@@ -78,13 +78,13 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
 
     specs = dict.fromkeys(plan.sweep_specs() + plan.heat_specs() + plan.fss_specs())  # each simulation once, as run
     sims = [workload.simulation_seconds(s.d, s.alpha, s.init) for s in specs]
-    theory = [workload.VALIDATE_THEORY_TASK_SECONDS] * len(_theory_jobs(plan)[0])
+    theory = workload.validate_theory_seconds(plan.quick, len(_theory_jobs(plan)[0]), plan.params.omega)
     workers = executor.workers
     t = workload.wall_seconds(theory + sims, workers)
     workload.check_simulations(len(sims), t, workers, "--seeds/--d", getattr(args, "large", False))
     workload.announce_tasks(f"validation campaign at d = {plan.d}: {len(theory)} theory tasks and {len(sims)} "
                             f"simulations", theory + sims, workers,
-                            f"~{workload.VALIDATE_THEORY_TASK_SECONDS:.0f} CPU s per theory task, "
+                            f"~{theory[0]:.0f} CPU s for the main theory task, "
                             f"{workload.simulation_seconds(plan.d, 1.0):.2g} s per simulation at alpha = 1",
                             quiet=args.quiet)
     from attnphase.validation.amp_run import amp_unsupported
