@@ -25,9 +25,9 @@ COMMANDS = ("attnphase.theory.commands.derive", "attnphase.numerics.commands.sol
             "attnphase.validation.commands.histogram", "attnphase.numerics.commands.scan",
             "attnphase.execution.commands.show")
 
-#: An argument that starts with "-" and then a digit or ".digit" is a value, never an option
-#: (``--alpha -1:2:3``, ``--lam -0.1``, ``--omega -1e-3``): no option of attnphase looks like that.
-_NEGATIVE_VALUE = re.compile(r"^-\.?\d")
+#: An argument that starts with "-" and then a digit, ".digit", "inf" or "nan" is a value, never an option
+#: (``--alpha -1:2:3``, ``--lam -0.1``, ``--omega -1e-3``, ``--omega -inf``): no option of attnphase looks like that.
+_NEGATIVE_VALUE = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
 
 
 class _Parser(argparse.ArgumentParser):

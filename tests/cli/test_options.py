@@ -337,6 +337,11 @@ def test_negative_model_values_reach_the_model_check(capsys: pytest.CaptureFixtu
     assert "lam (ridge penalty lambda) must be >= 0" in _err(capsys)
     assert main(["derive", "--omega", "-0.2"]) == 2
     assert "omega must lie in [0, 1]" in _err(capsys)
+    # -inf and -nan are values too (argparse took -inf for an option: "--omega: expected one argument")
+    assert main(["solve", "--alpha", "1", "--omega", "-inf"]) == 2
+    assert "--omega values must be finite numbers, got '-inf'" in _err(capsys)
+    assert main(["solve", "--alpha", "-NaN"]) == 2
+    assert "--alpha values must be finite numbers" in _err(capsys)
 
 
 @pytest.mark.parametrize("argv", [
