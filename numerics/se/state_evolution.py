@@ -248,8 +248,9 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[f
                         rule: QuadratureRule | None = None, tries: int | None = None) -> FixedPoint:
     """A semantic solve from a start that missed the branch (``fp``), retried from the same start at alpha' = alpha
     SEMANTIC_RETRY_FACTOR**k, k = 1 .. ``tries`` (None: SEMANTIC_RETRY_TRIES) (``start_at(alpha', config)``, which
-    retries nothing) and followed down to alpha (docs/method.md section 4): the converged semantic point, a failure
-    where it stalled at alpha itself, or ``fp`` unchanged where no start reaches or keeps the branch."""
+    retries nothing) and followed down to alpha (docs/method.md section 4): the converged semantic point; the
+    agnostic point at alpha where the branch followed down fell onto it above alpha (that point followed down); a
+    failure where it stalled at alpha itself; or ``fp`` unchanged where no start reaches or keeps the branch."""
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
@@ -276,8 +277,23 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[f
         message = (f"converged by continuation from alpha = {top:.4g}, where the cold semantic start reaches the "
                    f"branch; from the cold start here: {fp.status.message}")
         return near.with_status(message=message, iterations=spent)
+    if near.status.converged and near.branch == "agnostic" and near.alpha > alpha:
+        # the branch ended above alpha, onto the agnostic point: that point followed down to alpha is where the
+        # semantic start's continuation lands (as a cold start that converges to it), judged as such by the caller
+        fell, ag = near, near
+        for a in [a for a in path[1:] if a < fell.alpha] + [alpha]:
+            ag = solve(params, a, "agnostic", init=ag.overlaps, memory=ag.memory, config=cfg if a == alpha else step_cfg,
+                       rule=rule)
+            spent += ag.status.iterations
+            if not (ag.status.converged and ag.branch == "agnostic"):
+                return fp
+        message = (f"no semantic point: the semantic branch, followed down from alpha = {top:.4g}, where the cold "
+                   f"semantic start reaches it, converged down to alpha = {reached.alpha:.4g} and fell onto the "
+                   f"agnostic point at alpha = {fell.alpha:.4g}; that point followed down to alpha = {alpha:.4g}; from "
+                   f"the cold start here: {fp.status.message}")
+        return replace(ag, requested=fp.requested).with_status(message=message, iterations=spent)
     if near.status.converged or near.branch != "semantic" or near.alpha != alpha:
-        return fp  # the continuation fell off the branch, or stalled before alpha: nothing learnt at alpha
+        return fp  # the continuation fell off the branch elsewhere, or stalled before alpha: nothing learnt at alpha
     # the branch was followed down to the step before alpha and stalled on it at alpha: a solver
     # failure, never reported as the branch's absence
     message = (f"not converged: the semantic branch, followed down from alpha = {top:.4g}, converged down to "
