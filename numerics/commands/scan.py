@@ -84,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
         lines)."""
         summary = with_unbarred_note(summary | error_note(error_bars_note(cfg, n_rules)), models[0].r,
                                      f"{field},omega")
-        return summary | {"bayes_optimal": {str(v): threshold_keys(m) for v, m in zip(summary["values"], models)}}
+        # as JSON values (a NaN as null), as the file held them when the command wrote it itself
+        return summary | {"bayes_optimal": outputs.json_value({str(v): threshold_keys(m)
+                                                               for v, m in zip(summary["values"], models)})}
 
     with staged_job(out_dir, "scan", job_model, args.json) as stage:
         summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
