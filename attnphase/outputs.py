@@ -142,6 +142,12 @@ def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> Non
         raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 
+class OutputClash(ValueError):
+    """A folder of ``--out DIR`` named as a file the job writes: bad input (exit code 2), found before any work."""
+
+    input_error = True
+
+
 class JobFailed(RuntimeError):
     """A job failed after its work began (exit code 1, one line): nothing was written into ``--out DIR``; the tasks
     it finished are kept in DIR/tasks."""
@@ -196,10 +202,17 @@ def staged_output(out: Path, job: str | None = None, model: dict[str, Any] | Non
     """Yield a hidden staging folder in ``out``'s nearest existing ancestor (the stale ones of dead processes removed
     there and in ``out``'s parent); on success its files move into ``out`` (created if missing), on any failure or
     interrupt it is removed. ``job``, ``model``: the files an earlier
-    ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`)."""
+    ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`); a folder in
+    ``out`` named as a file of ``job`` (``<job>...csv``) is an :class:`OutputClash` before anything is staged."""
     from attnphase.interrupts import deferred
     from attnphase.job_record import replace_job
 
+    if job is not None and out.is_dir():  # a folder named as one of the job's files: found before any work
+        taken = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name.startswith(job)
+                       and p.suffix.lower() in (*_FILE_SUFFIXES, ".nc"))
+        if taken:
+            raise OutputClash(f"--out: {shown_path(out / taken[0])!r} is a folder where the job writes a file; move "
+                              "it or give another --out")
     base = _nearest_existing(out)
     # a run that died before ``out`` existed staged in its parent: cleaned too once ``out`` is there
     for folder in dict.fromkeys((base, out.absolute().parent)):

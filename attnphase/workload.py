@@ -263,14 +263,17 @@ def on_cores(cpu_seconds: float, cores: int, core_use: float = 1.0) -> float:
 
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
                    min_seconds: float = 10, cores: int = 0, own: float = 0.0, core_use: float = 1.0) -> float:
-    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers`` (or,
+    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers`` (no more
+    than the tasks, as the job starts them; or,
     ``cores`` > 0, on loops that keep ``core_use`` of every core busy), ``own`` the command's CPU seconds besides
     them; returns that estimate."""
     n = len(task_seconds)
     if cores:
         t, on = on_cores(sum(task_seconds), cores, core_use), f"{cores} core{'s' if cores != 1 else ''}"
     else:
-        t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
+        used = max(1, min(workers, n))  # a job starts no more workers than it has tasks
+        t, on = wall_seconds(task_seconds, used), f"{used} worker{'s' if used != 1 else ''}"
+        on += f" (--workers {workers}: one per task)" if used < workers else ""
     cpu = sum(task_seconds) + own + (0.0 if cores else cluster_seconds(min(workers, n), t))
     t += own
     if not quiet and t >= min_seconds:

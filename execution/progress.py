@@ -26,6 +26,33 @@ class _Stage(logging.Handler):
         self.taskbar.stage(record.getMessage())
 
 
+def store_notes(total: int, stored: int, corrupted: int, note: Any) -> None:
+    """What a job says of its store as it starts: a warning for each corrupted or partial task file removed (on stderr,
+    under ``--quiet`` too), and ``note(text)`` of the tasks read back from it."""
+    if corrupted:
+        print(f"attnphase: warning: {corrupted} corrupted or partial task file(s) removed from the store; "
+              "computing them again", file=sys.stderr)
+    if stored:
+        timing = "the job takes seconds, not the time said above" if stored == total else \
+            "the time said above counted them"
+        note(f"{stored} of {total} tasks read back from the store ({timing}; --fresh recomputes them)")
+
+
+class StoreNotes(Progress):
+    """The reports of a job with its own bar (one task in this process, a bar over its points): only
+    :func:`store_notes` (``quiet``: the warning alone)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+
+    def start(self, total: int, stored: int, corrupted: int) -> None:
+        store_notes(total, stored, corrupted, self.note)
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            print(f"attnphase: {text}", file=sys.stderr)
+
+
 class TaskBar(Progress, contextlib.AbstractContextManager):
     """A tqdm bar over tasks (``desc``) counting finished tasks (stored ones included); the postfix says how many
     run now, failed, and were read back from the store, and what a task that runs in this process says it does (the
@@ -44,13 +71,7 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
         from tqdm import tqdm
 
         self.n_stored = stored
-        if corrupted:  # a warning: said under --quiet too
-            print(f"attnphase: warning: {corrupted} corrupted or partial task file(s) removed from the store; "
-                  "computing them again", file=sys.stderr)
-        if stored:
-            timing = "the job takes seconds, not the time said above" if stored == total else \
-                "the time said above counted them"
-            self.note(f"{stored} of {total} tasks read back from the store ({timing}; --fresh recomputes them)")
+        store_notes(total, stored, corrupted, self.note)
         self.bar = tqdm(total=total, initial=stored, desc=self.desc, unit=self.unit, file=sys.stderr,
                         disable=self.quiet, dynamic_ncols=True)
         if not self.quiet and self._handler is None:

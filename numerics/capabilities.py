@@ -53,6 +53,8 @@ CAPABILITIES: dict[str, Capability] = {
                                      "boundaries' refinements from one omega to the next (bifurcation ends of the agnostic "
                                      "branch, alpha_c's Newton correction; docs/method.md section 13); at r >= 2 or "
                                      "r* >= 2 every omega is computed on its own (--continuation off)"),
+    "correlated_tokens": Capability("--token-cov", True, "the rank-r state evolution implements independent tokens only "
+                                    "(a diagonal C; correlated tokens are solved at rank r = r* = 1)"),
     "mixed_branch": Capability("--branch mixed", False, "needs --rank >= 2 (a positional and a semantic direction)"),
 }
 

@@ -143,6 +143,15 @@ def test_announcement_states_the_wall_time_on_the_workers_and_the_cpu_time(capsy
     assert capsys.readouterr().err == ""
 
 
+def test_the_announcement_names_the_workers_the_job_starts_not_those_asked_for(capsys):
+    """phase-diagram --omega 0.2,0.3 --workers 1000 said "about 26 s on 1000 workers", then started 2."""
+    workload.announce_tasks("job", [30.0, 30.0], 1000, "basis")
+    err = capsys.readouterr().err
+    assert "2 tasks, about" in err and "on 2 workers (--workers 1000: one per task)" in err
+    workload.announce_tasks("job", [30.0, 30.0], 2, "basis")
+    assert "on 2 workers (" in capsys.readouterr().err
+
+
 def test_a_local_clusters_own_cpu_grows_with_its_workers_and_its_wall_time():
     """On several workers the job pays each worker's start and, per wall second, the cluster's event loops: on a
     busy machine (wall several times CPU) that is what made ``histogram --quick`` on 2 workers 2.5x its one-process

@@ -178,15 +178,19 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
     im = ax.pcolormesh(_edges(alphas), _edges(omegas), Z, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="flat")
     fig.colorbar(im, ax=ax, label="simulated Delta e_t = e_t(semantic) - e_t(positional)")
     pts = [(c["omega"], _nan(c["alpha_c"]), c["prox"]) for c in alpha_c_curve(summary)]
+    every = sorted({w for w, _, _ in pts})
     for prox in sorted({p for _, _, p in pts}, key=lambda p: (p != "global", p)):
-        # one curve per proximal map (they are different theories): broken where alpha_c was not found
+        # one curve per proximal map (they are different theories): broken where alpha_c was not found and at the
+        # omegas computed with another map only (a local curve is not drawn across the global map's omega)
         style, marker = _PROX_STYLE.get(prox, ("-.", "D"))
-        on_map = [(w, a) for w, a, p in pts if p == prox]
+        mine = {w: a for w, a, p in pts if p == prox}
+        on_map = [(w, mine.get(w, math.nan)) for w in every]
         runs = [list(run) for gap, run in itertools.groupby(on_map, key=lambda wa: math.isnan(wa[1])) if not gap]
+        where = "" if len(mine) > 1 else f" at omega = {next(iter(mine)):g} only"
         for k, run in enumerate(runs):
             ax.plot([a for _, a in run], [w for w, _ in run], color="k", ls=style, marker=marker, ms=6, lw=2,
                     mfc="white" if prox == "local" else "k",
-                    label=f"theory alpha_c(omega), {prox} prox" if k == 0 else None, gid=f"alpha_c_{prox}")
+                    label=f"theory alpha_c(omega), {prox} prox{where}" if k == 0 else None, gid=f"alpha_c_{prox}")
     if any(not math.isnan(a) for _, a, _ in pts):
         ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     missing = [w for w, a, _ in pts if math.isnan(a)]

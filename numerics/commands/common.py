@@ -63,9 +63,8 @@ def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: 
               "not been seen to converge (a near-isotropic q0 makes rotations a soft mode; docs/general.md, "
               "\"Holes\"): expect \"not converged\"", file=sys.stderr, flush=True)
     params = opt.params_from_args(_at_rank_one(args), omega=omegas[0]).replace(r=r, r_star=r_star)
-    if params.correlated_tokens and not is_scalar_form(r, r_star):
-        raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
-                         "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
+    if params.correlated_tokens:
+        check("correlated_tokens", r, r_star)
     cfg = config_of(args, params)
     with opt.model_errors():
         for w in omegas[1:]:

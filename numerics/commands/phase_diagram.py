@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     # the job's record: a rerun of another model, grid or solver removes the files it does not write again (the
     # census CSV of another map)
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star],
-                                    "solver": cfg.as_dict(), "independent_rules": n_rules}
+                                    "solver": cfg.as_dict(), "independent_rules": n_rules, "census": census}
     # --json: the table the job prints goes to stderr; stdout gets phase_diagram.json alone
     with staged_job(out_dir, "phase_diagram", job_model, args.json) as stage:
         from attnphase.numerics.jobs.report import run_phase_diagram
@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
         code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                        error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                                       command=command_line(), existing=out_dir, chains=chains, amend=amend)
+                                       command=command_line(), existing=out_dir, chains=chains, amend=amend,
+                                       shaping={"census": census})
         code = max(int(code or 0), 1 if census_failed else 0)
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.jobs.scan_report import run_scan
 
     store = task_store(out_dir)
-    job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}
+    job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas),
+                                       "rank": [r, r_star], "solver": cfg.as_dict(), "independent_rules": n_rules}
     from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
     from attnphase.numerics.jobs.boundary_table import with_unbarred_note
 

@@ -163,7 +163,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
-    from attnphase.execution.progress import TaskBar, failure_summary, task_counts
+    from attnphase.execution.progress import StoreNotes, TaskBar, failure_summary, task_counts
     from attnphase.numerics.jobs.dataset import sweeps_dataset
     from attnphase.numerics.jobs.tasks import numerics_version, sweep_job, sweep_task
     from attnphase.numerics.jobs.variables import described, sweep_columns
@@ -178,7 +178,10 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr,
                   disable=args.quiet) as bar:
             tasks = [replace(tasks[0], fn=partial(sweep_job, progress=lambda _: bar.update()))]
-            outs = run_tasks(tasks, store=store, fresh=args.fresh, version=version)
+            outs = run_tasks(tasks, store=store, fresh=args.fresh, version=version,
+                             progress=StoreNotes(quiet=args.quiet))
+            if outs[0].status == "stored":  # its points read back: the bar full
+                bar.update(bar.total - bar.n)
     else:
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
@@ -186,7 +189,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     objs, n_on, n_failed, cells, n_unbarred, listed = [], 0, 0, [], 0, []
     bare_ends: list[tuple[float, str]] = []  # (omega, method) of each end located without an error bar
     rel_errors: list[float] = []  # max_relative_error of each row on the branch with bars
-    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star],
+                                    "solver": cfg.as_dict(), "independent_rules": n_rules}
     wrote: list[str] = []  # said once the files are in place
     dataset = f"sweep_{args.branch}{suffix}.nc"
     record = f"sweep_{args.branch}{suffix}.json"  # the --json object, beside the CSVs

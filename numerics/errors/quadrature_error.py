@@ -14,7 +14,7 @@ import numpy as np
 from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, error_keys, no_errors,
+from attnphase.numerics.errors.replicates import (QuadratureError, error_keys, no_errors,
                                                  replicate_configs, replicate_errors, replicate_points, spread)
 from attnphase.numerics.se.state_evolution import FixedPoint
 
@@ -71,16 +71,20 @@ def e_t_rule_note(config: SolverConfig) -> str:
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
     """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
     the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules
-    ``config.variant(k)`` (module doc); None without either (also when ``config.error_bars`` is off).  ValueError
-    for an ``n_rules`` that is no integer >= 0."""
+    ``config.variant(k)`` (module doc), for the keys of :func:`~attnphase.numerics.errors.replicates.error_keys` (at
+    r >= 2 the invariants); NaN, none re-solved, for a point that did not converge (as :func:`point_errors`); None
+    without a rule to re-solve on (also when ``config.error_bars`` is off).  ValueError for an ``n_rules`` that is no
+    integer >= 0."""
     if isinstance(n_rules, bool) or not isinstance(n_rules, (int, np.integer)) or n_rules < 0:
         raise ValueError(f"n_rules must be an integer >= 0, got {n_rules!r}")
     configs, blocks = replicate_configs(config, n_rules)
     if not configs:
         return None
-    err = replicate_errors(fp, replicate_points(fp, config, n_rules)[0], blocks, ERROR_KEYS)
-    return QuadratureError(std={k: err[f"err_{k}"] for k in ERROR_KEYS}, rules=tuple(c.quadrature for c in configs),
-                           converged=err["replicates"])
+    rules = tuple(c.quadrature for c in configs)
+    if not fp.status.converged:
+        return QuadratureError(std={k[len("err_"):]: v for k, v in no_errors(fp).items()}, rules=rules, converged=0)
+    err = replicate_errors(fp, replicate_points(fp, config, n_rules)[0], blocks)
+    return QuadratureError(std={k: err[f"err_{k}"] for k in error_keys(fp)}, rules=rules, converged=err["replicates"])
 
 
 def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, Any], ...]:

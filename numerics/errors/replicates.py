@@ -31,11 +31,12 @@ ERROR_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
 
 @dataclass(frozen=True)
 class QuadratureError:
-    """Error bars of a fixed point's record: ``std`` by key of ERROR_KEYS (the blocks' standard error, or the
-    standard deviation over independent rules; NaN below two converged re-solves), the ``rules`` used, and how
-    many re-solves ``converged`` on the same branch."""
+    """Error bars of a fixed point's record: ``std`` by key of :func:`error_keys` (ERROR_KEYS at r = r* = 1, the gauge
+    invariants too at r >= 2, a list for a list-valued key; the blocks' standard error, or the standard deviation
+    over independent rules; NaN below two converged re-solves), the ``rules`` used, and how many re-solves
+    ``converged`` on the same branch."""
 
-    std: dict[str, float]
+    std: dict[str, Any]
     rules: tuple[str, ...]
     converged: int
 

@@ -246,9 +246,11 @@ def _branch_gaps(bx, first: Boundaries) -> None:
     curves = {br: [(a, e) for a, on, e, _ in c if on] for br, c in first.curves.items()}
     alphas = sorted({a for c in curves.values() for a, _ in c})
     low = {a: min(e for c in curves.values() for b, e in c if b == a) for a in alphas}
-    for br, c in curves.items():
+    for k, (br, c) in enumerate(curves.items()):  # each label in its colour of the left panel, "mixed#2" as mixed
+        color, marker = BRANCH_STYLE.get(br.split("#")[0], ("0.45", "o"))
         if c:
-            bx.plot([a for a, _ in c], [e - low[a] for a, e in c], "o-", label=br)
+            bx.plot([a for a, _ in c], [e - low[a] for a, e in c], marker + ("-", "--", "-.", ":")[k % 4], color=color,
+                    ms=6 - k % 3, label=br)
     bx.set(xlabel=r"$\alpha$", ylabel=r"$e_t - \min_{\rm branches} e_t$", title=f"omega = {first.omega:g}")
     if bx.get_legend_handles_labels()[1]:
         bx.legend(fontsize=8)
@@ -321,7 +323,8 @@ def plot_branch_curves(
             if math.isfinite(sw.end.alpha):
                 err = errors.get(f"err_{sw.branch}_end", math.nan)
                 ax.axvline(sw.end.alpha, color=color, ls="--", lw=0.8,
-                           label=f"{sw.branch} end {_at(sw.end.alpha, err)} ({sw.end.kind})" if said else None)
+                           label=f"{sw.branch} end {_at(sw.end.alpha, err)} ({sw.end.kind}, by {sw.end.method})"
+                           if said else None)
                 _band(ax, sw.end.alpha, err, color, f"band_{sw.branch}_end")
         for a, color, name in ((alpha_c, "k", "c"), (alpha_l, "tab:green", "l")):
             if math.isfinite(a):

@@ -124,13 +124,15 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
                       error_estimate: int = 0, executor: ExecutorSpec = ExecutorSpec(),
                       store: ResultStore | None = None, fresh: bool = False, command: str = "",
                       existing: str | Path | None = None, chains: int = 0,
-                      amend: Callable[[dict], dict] | None = None) -> tuple[int, dict]:
+                      amend: Callable[[dict], dict] | None = None,
+                      shaping: dict[str, Any] | None = None) -> tuple[int, dict]:
     """Compute the boundaries at every omega and write phase_diagram.csv/.json/.nc/.png and the branch curves at
     :func:`curves_omega`; returns the exit code (1 when a task failed) and the content of phase_diagram.json.
     ``error_estimate`` K >= 2: the errors over K independent rules; ``existing``: an earlier run's outputs, kept
     where they are this job's (:mod:`attnphase.execution.outputs`); ``chains``: :func:`compute_boundaries_continued`;
     ``amend(meta)``: the JSON's content with what the caller adds (after the table is printed), written into the
-    file before the outputs are recorded."""
+    file before the outputs are recorded; ``shaping``: the caller's options that change what ``amend`` adds
+    (``--census``), so that earlier outputs made without them are not taken as this run's."""
     cfg = config or SolverConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,7 +161,8 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     # what the files are made of: the tasks, the options that shape the files, the presenting code
     identity = {"tasks": runs.keys, "omegas": list(omegas), "alphas": list(alphas), "error_estimate": error_estimate,
                 "params": params.to_dict(), "presentation": code_version("attnphase", "attnphase.numerics",
-                                                                         "attnphase.execution")}
+                                                                         "attnphase.execution"),
+                "shaping": dict(shaping or {})}
     unchanged = runs.counts["computed"] == 0 and not runs.failures and outputs_current(
         Path(existing) if existing is not None else out, "phase_diagram", identity, files)
     if unchanged:
@@ -170,7 +173,7 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
 
         shape = model_shape(params)
         plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors,
-                           model=shape)
+                           model=model_title(params))
         if curves is not None:
             pc = params.replace(omega=curves.omega)
             at = [i for i, b in enumerate(rows) if b.omega == curves.omega]  # its row's error bars
@@ -244,6 +247,12 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
         meta = amend(meta)
     (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, default=str))
     return meta
+
+
+def model_title(params: ModelParams) -> str:
+    """What a phase diagram's title says of the model (omega is its axis): sigma and lambda, then
+    :func:`model_shape`, e.g. "sigma = 0.5, lambda = 0.01, L = 3"."""
+    return ", ".join(filter(None, [f"sigma = {params.sigma_value}, lambda = {params.lam:g}", model_shape(params)]))
 
 
 def model_shape(params: ModelParams) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from attnphase.execution import ExecutorSpec, ResultStore
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import alpha_max_of, boundary_table
-from attnphase.numerics.jobs.report import compute_boundaries, write_boundary_files
+from attnphase.numerics.jobs.report import compute_boundaries, model_title, write_boundary_files
 from attnphase.theory.params import ModelParams
 
 
@@ -46,7 +46,8 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
         rows = runs.rows[i * n:(i + 1) * n]
         errs = runs.errors[i * n:(i + 1) * n] if runs.errors else None
         plot_phase_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png", alpha_max=alpha_max_of(rows, alphas),
-                           errors=errs, model=f"{field} = {v}")
+                           errors=errs, model=(f"{field} = {v}, " if field not in ("sigma", "lam") else "")
+                           + model_title(models[i]))
         table += [{field: v} | row for row in boundary_table(rows, errs)]
     at = [{field: coord[k // n], "omega": b.omega} for k, b in enumerate(runs.rows)]
     fixed, per_value = scan_model(field, coord, models)

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig, check_positive
+from attnphase.numerics.grids import checked_grid
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
@@ -78,7 +79,9 @@ def phase_diagram(
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
 
     ``workers`` > 1 computes them in that many processes (the same numbers, the fixed points without solver memory).
+    ValueError before any work for an omega outside [0, 1], an alpha <= 0, or a value given twice.
     """
-    grid = None if alphas is None else tuple(float(a) for a in alphas)
-    jobs = [BoundariesSpec(params.replace(omega=float(w)), grid, config) for w in omegas]
+    grid = None if alphas is None else tuple(checked_grid("alphas", alphas, "alpha"))
+    jobs = [BoundariesSpec(params.replace(omega=w), grid, config)
+            for w in checked_grid("omegas", omegas, "omega", least_open=False, most=1.0)]
     return map_in_order(boundaries_job, jobs, workers)

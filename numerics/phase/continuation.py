@@ -21,6 +21,7 @@ from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, end
                                                  on_branch)
 from attnphase.numerics.config import BRANCHES, SolverConfig, check_positive
 from attnphase.numerics.errors.replicates import judged_matrix_point, no_errors
+from attnphase.numerics.grids import checked_grid
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, check_branch, teacher_rank
@@ -125,13 +126,7 @@ def sweep(
     """
     scalar = is_scalar_form(params.r, teacher_rank(params))
     check_branch(branch, BRANCHES if scalar else MATRIX_BRANCHES)
-    if isinstance(alphas, str):
-        raise ValueError(f"alphas must be a sequence of numbers, got the string {alphas!r}")
-    grid = sorted(float(a) for a in alphas)
-    if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
-        raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
-    if len(set(grid)) < len(grid):
-        raise ValueError(f"each alpha once: {list(alphas)} repeats a value")
+    grid = sorted(checked_grid("alphas", alphas, "alpha"))
     min_step, bisection_tol = check_positive("min_step", min_step), check_positive("bisection_tol", bisection_tol)
     full_cfg = config or SolverConfig()
     cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER) if scalar else full_cfg.max_iter,

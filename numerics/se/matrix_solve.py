@@ -37,6 +37,8 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
     check_branch(branch)
     if cfg.prox == "local":
         check("local_prox", params.r, teacher_rank(params), cfg.prox)
+    if cfg.backend == "torch":
+        check("torch_backend", params.r, teacher_rank(params))
     if start not in MATRIX_STARTS:
         raise ValueError(f"start must be 'embedded' or 'cold', got {start!r}")
     return cfg

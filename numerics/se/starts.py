@@ -9,7 +9,8 @@ from typing import Callable
 
 import numpy as np
 
-from attnphase.numerics.config import BRANCHES
+from attnphase.numerics.capabilities import check
+from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.theory.params import ModelParams
 
@@ -183,6 +184,24 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
         if cur[1] < best[0]:
             best = (cur[1], x)
     return best[1], n
+
+
+def check_solve_arguments(params: object, config: object, start: object) -> None:
+    """What :func:`~attnphase.numerics.se.state_evolution.solve` is given, checked before any work: TypeError unless
+    ``params`` is ModelParams and ``config`` SolverConfig or None; ValueError for a ``start`` other than None,
+    ``"embedded"`` or ``"cold"``, for ``"embedded"`` at r = r* = 1, and for correlated tokens at r >= 2 or r* >= 2."""
+    if not isinstance(params, ModelParams):
+        raise TypeError(f"params must be ModelParams, got {type(params).__name__}")
+    if config is not None and not isinstance(config, SolverConfig):
+        raise TypeError(f"config must be a SolverConfig or None, got {type(config).__name__} (a precision tier: "
+                        "SolverConfig.for_precision('fast'))")
+    if start not in (None, "embedded", "cold"):
+        raise ValueError(f"start must be 'embedded' or 'cold' (or None), got {start!r}")
+    r, r_star = params.r, teacher_rank(params)
+    if start == "embedded" and (r, r_star) == (1, 1):
+        raise ValueError("start 'embedded' needs rank r >= 2 or r* >= 2; at r = r* = 1 a solve starts cold or from init")
+    if params.correlated_tokens:
+        check("correlated_tokens", r, r_star)
 
 
 def check_init(params: ModelParams, init: object) -> None:

@@ -16,8 +16,8 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import MATRIX_MIN_DAMPING, matrix_config, solve_matrix, solve_with_basin_changes
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
-    FIXED_MIXTURES, check_branch, check_init, further_positional_directions, initial_overlaps, mixture, noise_axes,
-    signal_axes, teacher_rank,
+    FIXED_MIXTURES, check_branch, check_init, check_solve_arguments, further_positional_directions, initial_overlaps,
+    mixture, noise_axes, signal_axes, teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
@@ -110,6 +110,7 @@ def solve(
     :func:`~attnphase.numerics.phase.branch_end.on_branch` tells; its error bars:
     :func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`.
     """
+    check_solve_arguments(params, config, start)
     alpha = check_alpha(alpha)
     cfg = config or SolverConfig()
     check_init(params, init)
@@ -119,8 +120,6 @@ def solve(
                          f"rule spec such as 'sobol8:4' goes in SolverConfig(quadrature=...)")
     if params.r != 1 or teacher_rank(params) != 1:
         return _solve_matrix(params, alpha, branch, cfg, init, rule, memory, start or "embedded", rank_one=rank_one)
-    if start not in (None, "cold"):
-        raise ValueError(f"start {start!r} needs rank r >= 2 or r* >= 2; at r = r* = 1 a solve starts cold or from init")
     if rank_one is not None:
         raise ValueError("rank_one builds the embedded start of a solve at r >= 2 or r* >= 2; at r = r* = 1 none")
     return _solve_scalar(params, alpha, branch, cfg, init, rule, memory)
@@ -298,7 +297,8 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[f
     # failure, never reported as the branch's absence
     message = (f"not converged: the semantic branch, followed down from alpha = {top:.4g}, converged down to "
                f"alpha = {reached.alpha:.4g} and stalled at alpha = {alpha:.4g} (best residual "
-               f"{near.status.residual:.2e}); from the cold start here: {fp.status.message}")
+               f"{near.status.residual:.2e}), a solver failure, not the branch's absence; what the cold start here alone "
+               f"gave: {fp.status.message}")
     return near.with_status(message=message, iterations=spent)
 
 

@@ -620,6 +620,18 @@ def test_a_cold_semantic_point_next_to_the_agnostic_one_gives_way_to_the_branch_
     assert rec["branch"] == "semantic" and 0.4 < rec["theta"] < 0.5 and rec["err_theta"] < 0.02
 
 
+def test_a_semantic_branch_followed_down_that_stalls_at_alpha_is_a_failure_the_cold_starts_verdict_quoted(capsys):
+    """lam 0.1, omega 0.15 on the fast tier: the branch followed down from 3 converges down to 2.466 and stalls at
+    2.40, where the cold start alone finds the agnostic point stable in theta; the solve is a failure (exit 1), and
+    its reason says so before it quotes the cold start's "absent"."""
+    assert main(["solve", "--lam", "0.1", "--omega", "0.15", "--alpha", "2.40", "--branch", "semantic",
+                 "--precision", "fast", "--json"]) == 1
+    reason = json.loads(capsys.readouterr().out)["reason"]
+    failure = reason.index("a solver failure, not the branch's absence")
+    assert reason.startswith("not converged: the semantic branch, followed down") and "stalled at alpha = 2.4" in reason
+    assert failure < reason.index("what the cold start here alone gave: absent")
+
+
 def test_a_census_start_that_reached_its_label_below_the_floor_says_it_is_the_agnostic_point(capsys, monkeypatch):
     """``census --alpha 0.5 --omega 0.3``: a start's line said "semantic, e_t = 0.0012906069" -- the agnostic point's
     e_t, theta = 4e-4 at the rule's noise, where no semantic branch exists -- and the census listed it as the agnostic

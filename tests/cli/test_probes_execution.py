@@ -419,6 +419,18 @@ def test_staged_output_replaces_what_the_earlier_job_wrote(tmp_path, capsys):
     assert {"sweep_semantic.nc", "sweep_semantic_omega0.3.csv", "census.csv"} <= set(os.listdir(out))
 
 
+def test_a_folder_named_as_a_file_of_the_job_is_bad_input_before_any_work(tmp_path, capsys, monkeypatch):
+    """A folder DIR/phase_diagram.csv: the diagram was computed, "wrote ..." printed, then "failed: while computing
+    the phase diagram ... (a failure of the computation, not of the input)", exit 1."""
+    from attnphase.numerics.jobs import report
+
+    monkeypatch.setattr(report, "run_phase_diagram", lambda *a, **k: pytest.fail("work started"))
+    (tmp_path / "d" / "phase_diagram.csv").mkdir(parents=True)
+    assert main(["phase-diagram", "--omega", "0.3", "--quiet", "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder where the job writes a file" in err and "failed" not in err
+
+
 def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
     out = str(tmp_path / "s")
     common = ["--alpha", "1.5,2", "--quadrature", "gh6", "--workers", "1", "--quiet", "--out", out]
@@ -428,6 +440,9 @@ def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
     assert files == ["sweep_semantic.json", "sweep_semantic.nc", "sweep_semantic_omega0.35.csv", "tasks"]
     err = capsys.readouterr().err
     assert "lam=0.01 -> 0.02" in err
+    # the solver's rules shape the files as the model does: another rule's rerun says so (it replaced them silently)
+    assert main(["sweep", "--lam", "0.02", "--omega", "0.35", *common[:2], "--quadrature", "gh5", *common[4:]]) == 0
+    assert 'solver.quadrature="gh6" -> "gh5"' in capsys.readouterr().err
 
 
 def test_a_sweep_read_back_from_its_store_says_so_in_its_dataset(tmp_path):
@@ -459,6 +474,26 @@ def test_a_diagram_rerun_with_another_solver_removes_the_census_it_does_not_writ
     assert main([*common, "--prox", "aligned"]) == 0
     assert not (Path(out) / "phase_diagram_census.csv").exists()
     assert 'solver.prox="global" -> "aligned"' in capsys.readouterr().err
+
+
+@pytest.mark.heavy  # about 15 s: three runs of one omega on the fast tier
+def test_a_diagram_rerun_with_or_without_census_rewrites_its_outputs(tmp_path, capsys):
+    """phase-diagram --census, then the same command without it: the rerun said "outputs up to date" and kept the
+    census CSV and the census in phase_diagram.json; with --census again after a run without it, the census CSV was
+    written but phase_diagram.json kept no census.  --census shapes the outputs as the model and grid do."""
+    out = Path(tmp_path / "d")
+    common = ["phase-diagram", "--omega", "0.3", "--alpha", "0.8,1.4,2", "--precision", "fast", "--quiet", "--out",
+              str(out)]
+    assert main([*common, "--census"]) == 0
+    assert "census" in json.loads((out / "phase_diagram.json").read_text())
+    assert main(common) == 0
+    assert not (out / "phase_diagram_census.csv").exists()
+    assert "census" not in json.loads((out / "phase_diagram.json").read_text())
+    capsys.readouterr()
+    assert main([*common, "--census"]) == 0
+    assert (out / "phase_diagram_census.csv").exists()
+    assert "census" in json.loads((out / "phase_diagram.json").read_text())
+    assert "outputs up to date" not in capsys.readouterr().err
 
 
 # --- an error after the work began: exit code 1, one line, nothing written, the finished tasks kept ------

@@ -144,6 +144,30 @@ def test_a_corrupted_stored_task_is_a_warning_under_quiet_too(capsys) -> None:
                    "again\n")
 
 
+def test_a_one_omega_sweep_says_what_its_store_held(capsys, monkeypatch, tmp_path) -> None:
+    """A one-omega sweep (its own bar over its points) recomputed a corrupted task file without a word, and read its
+    task back from the store without saying so: it reports its store as every job does (StoreNotes)."""
+    from attnphase import execution
+    from attnphase.cli import main
+    from attnphase.execution.progress import StoreNotes
+
+    class Seen(Exception):
+        pass
+
+    def fake_run_tasks(tasks, *, progress=None, **kw):
+        progress.start(total=1, stored=0, corrupted=1)
+        raise Seen(type(progress).__name__)
+
+    monkeypatch.setattr(execution, "run_tasks", fake_run_tasks)
+    with pytest.raises(Seen, match="StoreNotes"):
+        main(["sweep", "--omega", "0.3", "--alpha", "1,2", "--quiet", "--out", str(tmp_path / "s")])
+    assert "1 corrupted or partial task file(s) removed from the store" in capsys.readouterr().err
+    StoreNotes().start(total=1, stored=1, corrupted=0)
+    assert "1 of 1 tasks read back from the store" in capsys.readouterr().err
+    StoreNotes(quiet=True).start(total=1, stored=1, corrupted=0)
+    assert capsys.readouterr().err == ""
+
+
 def test_stored_tasks_are_said_against_the_time_announced_before_them(capsys) -> None:
     """The announcement's time counts every task; where the store holds them the note says so (a rerun of the main
     job said 'about 1.5 min' and took 0.4 s)."""

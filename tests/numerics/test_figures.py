@@ -155,6 +155,12 @@ def test_curves_figure_shows_the_boundaries_bars_and_says_its_points_have_none(t
     # the boundaries named once, in the Delta e_t panel: in every panel's legend they hid the eps_g curves
     labels = [t.get_text() for t in fig.axes[3].get_legend().get_texts()]
     assert r"$\alpha_c$=1.250 +- 0.010" in labels and "standard error" in fig._suptitle.get_text()
+    # an end's nature and how it was located (a traced end's legend said "(bifurcation)" alone)
+    from attnphase.numerics.phase.branch_end import BranchEnd
+
+    traced = replace(sem, end=BranchEnd(1.2, "bifurcation", "trace"))
+    fig2 = plot_branch_curves(traced, pos, 2e-3, 1.25, 1.5, tmp_path / "traced.png", title="t", alpha_max=3.0)
+    assert "semantic end 1.200 (bifurcation, by trace)" in [t.get_text() for t in fig2.axes[3].get_legend().get_texts()]
     assert not any("alpha_c" in t.get_text() for t in eps.get_legend().get_texts())
     assert [t.get_gid() for t in eps.texts] == ["no_point_bars"] and not eps.containers
     # a sweep that carries its points' bars draws them, and the note goes
@@ -184,8 +190,11 @@ def test_heatmap_tells_the_proximal_maps_apart(tmp_path) -> None:
     for li in ax.get_lines():
         by_gid.setdefault(li.get_gid(), []).append(li)
     assert [list(li.get_ydata()) for li in by_gid["alpha_c_global"]] == [[0.3]]
-    local = by_gid["alpha_c_local"]  # one curve through the local omegas, not joined to the global point
-    assert [list(li.get_ydata()) for li in local] == [[0.2, 0.25, 0.35]]
+    # the local curve through the local omegas, not joined to the global point, nor drawn across its omega (a line
+    # from 0.25 to 0.35 read as the local map's alpha_c at 0.3, which it has not); the one global point says so
+    local = by_gid["alpha_c_local"]
+    assert [list(li.get_ydata()) for li in local] == [[0.2, 0.25], [0.35]]
+    assert "theory alpha_c(omega), global prox at omega = 0.3 only" in labels
     g, loc = by_gid["alpha_c_global"][0], local[0]
     assert (g.get_marker(), g.get_linestyle()) != (loc.get_marker(), loc.get_linestyle())
 
@@ -276,6 +285,10 @@ def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
     assert list(failed.get_xdata()) == pytest.approx([nan, 1.9], nan_ok=True) and failed.get_markerfacecolor() == "none"
     gaps = {li.get_label(): list(li.get_ydata()) for li in bx.get_lines()}
     assert gaps["semantic"] == pytest.approx([1e-4]) and gaps["mixed"] == [0.0]
+    # each branch in its colour of the left panel (the gaps took matplotlib's cycle: mixed green there, orange left)
+    colour = {li.get_label(): li.get_color() for li in bx.get_lines()}
+    assert colour == {"semantic": "tab:blue", "mixed": "tab:orange"} == {
+        k.removesuffix(" branch end"): drawn[k].get_color() for k in ("semantic branch end", "mixed branch end")}
 
 
 def test_phase_diagram_draws_the_bayes_optimal_thresholds_of_its_model(tmp_path, branches) -> None:
@@ -364,9 +377,13 @@ def test_bayes_optimal_thresholds_shade_their_regions_with_height_at_one_omega_t
 
 
 def test_a_figure_title_names_the_model_beyond_the_papers() -> None:
-    """The L = 3 figures (P = I and the simplex P) had the L = 2 figures' titles: nothing told them apart."""
-    from attnphase.numerics.jobs.report import model_shape
+    """The L = 3 figures (P = I and the simplex P) had the L = 2 figures' titles: nothing told them apart; and
+    phase_diagram.png named neither sigma nor lambda."""
+    from attnphase.numerics.jobs.report import model_shape, model_title
     from attnphase.theory import ModelParams
+
+    assert model_title(ModelParams(sigma=0.8, lam=0.1)) == "sigma = 0.8, lambda = 0.1"
+    assert model_title(ModelParams(L=3)) == "sigma = 0.5, lambda = 0.01, L = 3"
 
     assert model_shape(ModelParams()) == "" and model_shape(ModelParams(L=3)) == "L = 3"
     simplex = ModelParams(L=3, P=np.array([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))

@@ -315,7 +315,9 @@ def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
     assert all(1.0 < r["alpha_c"] < 1.5 for r in summary["rows"])  # the toy solver does not depend on lambda
     files = {p.name for p in (tmp_path / "s").iterdir()}
     assert {"scan.csv", "scan.json", "scan.nc", "phase_diagram_lam0.01.png", "phase_diagram_lam0.02.png"} <= files
-    assert [t.rsplit(", ", 1)[1] for t in titles] == ["lam = 0.01", "lam = 0.02"]  # each figure says its value
+    # each figure says its value, with the model's sigma
+    assert [t.split("rank r = 2, r* = 1, ", 1)[1] for t in titles] == ["sigma = 0.5, lambda = 0.01",
+                                                                        "sigma = 0.5, lambda = 0.02"]
 
 
 def test_phase_boundaries_is_one_entry_for_every_rank(monkeypatch, params) -> None:

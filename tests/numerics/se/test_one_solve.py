@@ -21,6 +21,39 @@ def test_a_rank_1_solve_refuses_the_matrix_requests_before_any_work() -> None:
         solve(p, 2.0, "semantic", start="embedded")
 
 
+def test_a_solve_refuses_what_it_would_ignore_or_misread_before_any_work() -> None:
+    """From a user's script: correlated tokens at rank 2 were ignored (the numbers of C = diag, no word), the torch
+    backend at rank 2 ran numba's map, a start 'foo' at rank 1 was said to need rank 2, and a str config or a dict of
+    parameters ended in an AttributeError."""
+    with pytest.raises(ValueError, match="--token-cov: the rank-r state evolution implements independent tokens"):
+        solve(ModelParams(r=2, C=((0.25, 0.075), (0.075, 0.25))), 2.0, "semantic")
+    with pytest.raises(ValueError, match="--backend torch: the rank-r state evolution runs its proximal map on"):
+        solve(ModelParams(r=2), 2.0, "mixed", config=SolverConfig(backend="torch"))
+    with pytest.raises(ValueError, match="start must be 'embedded' or 'cold' \\(or None\\), got 'foo'"):
+        solve(ModelParams(), 2.0, start="foo")
+    with pytest.raises(TypeError, match="config must be a SolverConfig or None, got str"):
+        solve(ModelParams(), 2.0, config="fast")
+    with pytest.raises(TypeError, match="params must be ModelParams, got dict"):
+        solve({"omega": 0.3}, 2.0)
+
+
+def test_fixed_point_error_bars_the_invariants_at_rank_2_and_nothing_for_a_point_that_did_not_converge() -> None:
+    """fixed_point_error(fp, cfg) of a rank-2 point raised KeyError 'q' (it asked the scalar keys of every point), and
+    of a point that did not converge it gave finite bars where point_errors gives NaN."""
+    from attnphase.numerics import fixed_point_error
+    from attnphase.numerics.errors.replicates import error_keys
+
+    cfg = SolverConfig(quadrature="sobol7:4")
+    fp = solve(ModelParams(r=2), 2.0, "semantic", config=cfg)
+    assert fp.status.converged
+    err = fixed_point_error(fp, cfg)
+    assert tuple(err.std) == error_keys(fp) and "q0_eigenvalues" in err.std and err.converged >= 2
+    assert len(err.std["q0_eigenvalues"]) == 2 and np.all(np.isfinite(err.std["q0_eigenvalues"]))
+    failed = fp.with_status(converged=False)
+    none = fixed_point_error(failed, cfg)
+    assert none.converged == 0 and all(np.all(np.isnan(v)) for v in none.std.values())
+
+
 def test_alpha_is_one_number_of_any_numeric_type() -> None:
     """solve(ModelParams(), np.array(2.0)) was refused as "alpha must be a finite number > 0, got 2.0"."""
     p = ModelParams(omega=0.3)
