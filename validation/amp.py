@@ -17,9 +17,10 @@ damped with one step size ``gamma`` (:class:`AmpConfig`): ``g`` and ``Ahat`` mix
 old`` from the second iteration, ``Qhat' = Qhat + gamma D`` with ``D = B / (1 / rho0 + Ahat) - Qhat`` and ``v' =
 gamma / (1 / rho0 + Ahat) + (1 - gamma) v``.  Where ``1 / rho0 + Ahat <= 0`` (no posterior variance: at the defaults,
 alpha = 2, 3 of 8 undamped runs at d = 200 and 1000 met it by their fourth iteration) the iteration is taken again
-with gamma halved, the iterate unchanged, down to ``GAMMA_MIN``.  Stop when ``|D| / sqrt(d rho0) <= tol``
+with gamma halved, the iterate unchanged, down to ``GAMMA_MIN`` (on the first iteration mixed with the start's
+``g = 0``, ``Ahat = 0``, which ``v = rho0`` is the posterior variance of).  Stop when ``|D| / sqrt(d rho0) <= tol``
 (``"converged"``), after ``max_iter`` iterations (``"budget"``), or at a non-finite iterate or ``1 / rho0 + Ahat
-<= 0`` on the first iteration or at ``GAMMA_MIN`` (``"diverged"``).
+<= 0`` at ``GAMMA_MIN`` (``"diverged"``).
 """
 
 from __future__ import annotations
@@ -148,9 +149,11 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
             Ahat_next = gamma * Ahat_new + (1.0 - gamma) * Ahat
         prec = 1.0 / rho0 + Ahat_next
         if not bool(torch.isfinite(prec)) or float(prec) <= 0.0:
-            if Ahat is None or gamma <= GAMMA_MIN:
+            if gamma <= GAMMA_MIN:
                 status = "diverged"
                 break
+            if Ahat is None:  # the first step's memory is the start's: g = 0 and Ahat = 0 (v = rho0 = 1 / (1 / rho0))
+                Ahat = torch.zeros_like(Ahat_new)
             # no posterior variance: the step was too long for this data set; taken again, halved (the iterate stays)
             gamma, halvings = max(gamma / 2.0, GAMMA_MIN), halvings + 1
             theta_path.append(theta_path[-1])

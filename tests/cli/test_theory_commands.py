@@ -41,6 +41,14 @@ def test_derive_bad_input_is_a_one_line_error(capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err.startswith("attnphase: error: --A: A must be")
 
 
+def test_derive_says_the_file_it_wrote(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`derive -o FILE` wrote FILE without a word, where every other command says its files."""
+    assert main(["derive", "--markdown", "-o", str(tmp_path / "d.md")]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.startswith("wrote ") and cap.err.rstrip().endswith("d.md")
+    assert (tmp_path / "d.md").read_text().startswith("#")
+
+
 def test_docs_derivation_is_up_to_date(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/derivation.md must equal `attnphase derive --L 2 --markdown`; regenerate with
     `attnphase derive --L 2 --markdown -o docs/derivation.md`."""

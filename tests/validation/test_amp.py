@@ -74,6 +74,16 @@ def test_a_step_that_leaves_no_posterior_variance_is_taken_again_halved():
     assert abs(r.theta) / math.sqrt(r.q * PARAMS.rho0) > 0.999 and r.iterations == len(r.theta_path) - 1
 
 
+def test_a_first_step_that_leaves_no_posterior_variance_is_halved_against_the_start():
+    """``simulate --algorithm amp --d 200 --alpha 10`` (seed 0): the first iteration's Ahat, a sum of n L terms of mean
+    zero at the start, fell below -1 / rho0 and the run ended "diverged" after 1 iteration (the first step had no
+    memory to mix with).  Its memory is the start's (g = 0, Ahat = 0): the halved step recovers the teacher."""
+    from attnphase.validation.amp_run import AmpSpec, run_amp
+
+    r = run_amp(AmpSpec(d=200, alpha=10.0, seed=0, params=PARAMS, device="cpu", dtype="float64"))
+    assert r.converged and r.halvings >= 1 and abs(r.theta) / math.sqrt(r.q * PARAMS.rho0) > 0.999
+
+
 def test_stays_uninformative_below_weak_recovery():
     """alpha = 0.1 < alpha_WR = 1/6: no overlap grows; m stays at the start's 1/sqrt(d) scale."""
     d = 1000

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(latex.render_json(params)) + "\n" if args.json else render(params)
     if args.output:
         outputs.write_text_atomic(args.output, text, "-o/--output")
+        print(f"wrote {outputs.shown_path(args.output)}", file=sys.stderr)  # as every command says its files
     else:
         sys.stdout.write(text)
     return 0

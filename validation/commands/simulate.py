@@ -135,8 +135,13 @@ def _run_amp(args: argparse.Namespace) -> int:
     else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
         print("\n".join(record_lines({k: v for k, v in out.items() if k not in ("theta_path", "q_path")})))
     if not res.converged:
-        print(f"attnphase: warning: AMP stopped without converging ({res.status}: last change {res.change:.2e} after "
-              f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
+        why = {"diverged": f"a step left no posterior variance (1 / rho0 + Ahat <= 0) at the smallest step size, or "
+                           f"a non-finite one, after {res.halvings} halvings: the iteration overshoots on this data set",
+               "budget": f"--max-iter {res.iterations} reached"}.get(res.status, res.status)
+        print(f"attnphase: warning: AMP stopped without converging ({res.status}: {why}; last change {res.change:.2e} "
+              f"after {res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false); a damped iteration "
+              "(--damping 0.5), a larger --max-iter or a larger --d may converge (docs/bayes-optimal.md, \"AMP at "
+              "finite d\")", file=sys.stderr)
         return 1
     return 0
 
