@@ -133,7 +133,8 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     bars = {k: _nan((th.get(f"err_alpha_{k}") or {}).get("global")) for k in ("c", "l")}
     at = {k: "not found" if math.isnan(v) else with_error(v, bars[k]) if math.isfinite(bars[k]) else f"{v:.3f}"
           for k, v in (("c", ac), ("l", al))}
-    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {at['c']} (dotted), alpha_l = {at['l']} "
+    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}, {model_words(summary)}: alpha_c = {at['c']} "
+                 f"(dotted), alpha_l = {at['l']} "
                  f"(dash-dot)\neach theory branch is drawn where it exists; a tick on the alpha axis marks where it ends", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -156,6 +157,16 @@ def aligned_differs(theory: dict[str, Any], branch: str, tol: float = 1e-3) -> b
         if g is None or any(abs(abs(r[k]) - abs(g[k])) > tol * max(abs(g[k]), 1e-3) for k in ("theta", "m", "eps_g")):
             return True
     return False
+
+
+def model_words(summary: dict[str, Any]) -> str:
+    """The campaign's sigma and lambda as a figure's title says them ("sigma = 0.5, lambda = 0.01"; one sigma where
+    every token has it)."""
+    p = summary["plan"].get("params", {})
+    sigma = p.get("sigma")
+    if isinstance(sigma, list) and len(set(sigma)) == 1:
+        sigma = sigma[0]
+    return f"sigma = {sigma}, lambda = {p.get('lam')}"
 
 
 def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -199,7 +210,8 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
                 transform=ax.transAxes, fontsize=8, ha="right", va="bottom",
                 bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
     ax.set(xlim=_edges(alphas)[[0, -1]], ylim=_edges(omegas)[[0, -1]], xlabel="alpha", ylabel="omega",
-           title=f"GD at d = {summary['plan']['d']}: red = positional lower, blue = semantic lower")
+           title=f"GD at d = {summary['plan']['d']}, {model_words(summary)}: red = positional lower, blue = semantic "
+                 "lower")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -289,8 +289,9 @@ def plot_branch_curves(
             ax.errorbar(a, y, yerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=c, capsize=2,
                         gid=f"bars_{sw.branch}")
     if not any(np.isfinite(e.get("err_eps_g", math.nan)) for sw in (sem, pos) for e in sw.errors):
-        ax.text(0.02, 0.02, "points without error bars (the diagram's sweeps make none;\n`attnphase sweep` gives "
-                "each point's)", transform=ax.transAxes, fontsize=7, color="0.35", va="bottom", gid="no_point_bars")
+        # above the panel: inside it the eps_lin line struck it through and it covered points
+        ax.text(0.0, 1.02, "points without error bars (the diagram's sweeps make none; `attnphase sweep` gives them)",
+                transform=ax.transAxes, fontsize=6.5, color="0.35", va="bottom", gid="no_point_bars").set_in_layout(False)
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
     for ax, sw, key, color, label, fold, ylabel in (
@@ -333,8 +334,9 @@ def plot_branch_curves(
                 _band(ax, a, err, color, f"band_alpha_{name}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[1]:
-            ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[1]:  # the boundaries' legend below its panel: over it, it hid the curve
+            ax.legend(fontsize=8, **({"loc": "upper center", "bbox_to_anchor": (0.5, -0.16), "ncol": 2,
+                                      "frameon": False} if said else {}))
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
     # the bands are the boundaries' (the points' bars, where the sweeps carry them, are error bars)

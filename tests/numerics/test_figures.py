@@ -176,7 +176,7 @@ def _heat_summary():
     curve = [{"omega": 0.2, "alpha_c": 0.95, "prox": "local"}, {"omega": 0.25, "alpha_c": 1.1, "prox": "local"},
              {"omega": 0.3, "alpha_c": 1.25, "prox": "global"}, {"omega": 0.35, "alpha_c": 1.45, "prox": "local"},
              {"omega": 0.4, "alpha_c": None, "prox": "local"}]
-    return {"heat": heat, "alpha_c_curve": curve, "plan": {"d": 60}}
+    return {"heat": heat, "alpha_c_curve": curve, "plan": {"d": 60, "params": {"sigma": [0.5, 0.5], "lam": 0.01}}}
 
 
 def test_heatmap_tells_the_proximal_maps_apart(tmp_path) -> None:
@@ -184,6 +184,7 @@ def test_heatmap_tells_the_proximal_maps_apart(tmp_path) -> None:
 
     fig = plot_heatmap(_heat_summary(), tmp_path / "fig3.png")
     ax = fig.axes[0]
+    assert ax.get_title().startswith("GD at d = 60, sigma = 0.5, lambda = 0.01:")  # the model, not d alone
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("global prox" in t for t in labels) and any("local prox" in t for t in labels)
     by_gid = {}
