@@ -98,13 +98,20 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
 def births_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     """The ends in a table that are a branch's birth (the branch exists above them, ``<branch>_end_exists``), said for
     every branch but the semantic one, whose end always is ("" when there are none), each row named by its columns
-    ``at`` (comma-separated, e.g. "lam,omega"): a positional end is otherwise where the branch stops, going up."""
+    ``at`` (comma-separated, e.g. "lam,omega"): a positional end is otherwise where the branch stops, going up; an
+    end whose kind is a solver failure is said as such, not as a birth."""
     said = []
     for br in model_branches(r)[1:]:
-        rows = [row for row in table if row.get(f"{br}_end_exists") == "above"]
+        above = [row for row in table if row.get(f"{br}_end_exists") == "above"]
+        failed = [row for row in above if "solver failure" in str(row.get(f"{br}_end_kind", ""))]
+        rows = [row for row in above if row not in failed]
+        head = _END_HEAD.get(br, br + "_end")
         if rows:
-            said.append(f"{_END_HEAD.get(br, br + '_end')} is a {br} branch's birth, the branch existing above it "
-                        f"({br}_end_exists), at {rows_named(rows, at)}")
+            said.append(f"{head} is a {br} branch's birth, the branch existing above it ({br}_end_exists), at "
+                        f"{rows_named(rows, at)}")
+        if failed:  # not a birth: the solves below it did not converge (its kind says so; {br}_end_found 0)
+            said.append(f"{head} is where the {br} branch was last reached, going down, and the solves below it "
+                        f"failed (solver failure, not a birth: {br}_end_found 0), at {rows_named(failed, at)}")
     return "; ".join(said)
 
 

@@ -90,11 +90,13 @@ class Boundaries:
 
     def errors(self) -> dict[str, float]:
         """``err_<boundary>`` (the field ``<boundary>_err``) of every boundary of :func:`boundary_keys` (NaN where it has none) and
-        ``<boundary>_found``: 1 where the boundary was found."""
+        ``<boundary>_found``: 1 where the boundary was found (0 for an end whose kind is a solver failure: the alpha
+        below which the branch was not reached, not where it ends or is born)."""
         out: dict[str, float] = {}
         for key in boundary_keys(self.r):
+            failed = "solver failure" in getattr(self, f"{key}_kind", "")
             out[f"err_{key}"] = getattr(self, f"{key}_err")
-            out[f"{key}_found"] = int(math.isfinite(getattr(self, key)))
+            out[f"{key}_found"] = int(math.isfinite(getattr(self, key)) and not failed)
         return out
 
     def row(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ few marked, which use a small rule).
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -766,6 +767,22 @@ def test_an_end_that_is_a_branchs_birth_is_said():
     # scan's rows, named by the scanned parameter too
     scanned = [{**row(0.1, "above"), "lam": 0.02}, {**row(0.1, "below"), "lam": 0.01}, {**row(0.1, "above"), "lam": 0.03}]
     assert births_note(scanned, at="lam,omega").endswith("at lam = 0.02, omega = 0.1; lam = 0.03, omega = 0.1")
+    # phase-diagram --L 3 --rank 2 --omega 0.3: an end whose kind is a solver failure was said to be the mixed
+    # branch's birth (and mixed_end_found was 1), where its notes said the branch was not reached below it
+    failed = [row(0.3, "", "above") | {"mixed_end_kind": "mixed#2: no converged solve (solver failure)"}]
+    note = births_note(failed, r=2)
+    assert "birth, the branch existing" not in note
+    assert note == ("mix_end is where the mixed branch was last reached, going down, and the solves below it failed "
+                    "(solver failure, not a birth: mixed_end_found 0), at omega = 0.3")
+
+
+def test_an_end_that_is_a_solver_failure_is_not_found() -> None:
+    from attnphase.numerics.phase.boundary_results import Boundaries
+
+    nan = math.nan
+    b = Boundaries(omega=0.3, alpha_c=nan, alpha_l=nan, semantic_end=0.5, positional_end=nan, r=2, r_star=1,
+                   mixed_end=1.18, mixed_end_err=0.047, mixed_end_kind="mixed#2: no converged solve (solver failure)")
+    assert b.errors()["mixed_end_found"] == 0 and b.errors()["semantic_end_found"] == 1
 
 
 def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from attnphase.numerics.phase.branch_end import (POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR, below_floor, on_branch,
-                                                 overlap_size)
+from attnphase.numerics.phase.branch_end import (POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR, below_floor, floor_label,
+                                                 on_branch, overlap_size)
 from attnphase.numerics.se.overlaps import Overlaps
 
 
@@ -66,3 +66,11 @@ def test_a_branch_that_is_no_label_is_an_error_not_a_point_off_it() -> None:
         on_branch(point, "foo")
     with pytest.raises(ValueError, match="branch must be one of"):
         below_floor(point, "Mixed")
+
+
+@pytest.mark.parametrize("th0, m, label", [(0.786, 0.0188, "semantic"), (0.002, 0.2, "positional"),
+                                           (0.002, 0.0188, "agnostic"), (0.4, 0.2, "mixed")])
+def test_a_mixed_point_below_a_floor_is_named_by_the_order_parameters_it_keeps(th0, m, label) -> None:
+    """census --L 3 --rank 2 --alpha 2: a mixed start's point with |m| = 0.019 (floor 0.02) and |th0| = 0.786 was said
+    to be "the agnostic point at the rule's resolution", and merged into the semantic point."""
+    assert floor_label(_point(_matrix(th0, m), "mixed")) == label
