@@ -273,7 +273,7 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
     else:
         used = max(1, min(workers, n))  # a job starts no more workers than it has tasks
         t, on = wall_seconds(task_seconds, used), f"{used} worker{'s' if used != 1 else ''}"
-        on += f" (--workers {workers}: one per task)" if used < workers else ""
+        on += " (one per task)" if used < workers else ""
     cpu = sum(task_seconds) + own + (0.0 if cores else cluster_seconds(min(workers, n), t))
     t += own
     if not quiet and t >= min_seconds:

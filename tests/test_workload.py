@@ -147,7 +147,7 @@ def test_the_announcement_names_the_workers_the_job_starts_not_those_asked_for(c
     """phase-diagram --omega 0.2,0.3 --workers 1000 said "about 26 s on 1000 workers", then started 2."""
     workload.announce_tasks("job", [30.0, 30.0], 1000, "basis")
     err = capsys.readouterr().err
-    assert "2 tasks, about" in err and "on 2 workers (--workers 1000: one per task)" in err
+    assert "2 tasks, about" in err and "on 2 workers (one per task)" in err
     workload.announce_tasks("job", [30.0, 30.0], 2, "basis")
     assert "on 2 workers (" in capsys.readouterr().err
 
