@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.phase import census as census_mod
 
-    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, floor_label, overlap_size
+    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
 
     def said(start: Any, fp: Any) -> None:
         got = (f"{fp.branch}, e_t = {fp.observables.e_t:.8g}" if fp.status.converged
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             low = ", ".join(f"|{'theta' if k == 'th0' else k}| = {overlap_size(fp, k):.2g}"
                             for k, floor in BRANCH_FLOORS[fp.branch]
                             if overlap_size(fp, k) < floor)
-            got += f" ({low}, below the branch's floor: the {floor_label(fp)} point at the rule's resolution)"
+            got += f" ({low}, below the branch's floor: the {census_mod.floor_label(fp)} point at the rule's resolution)"
         at = max(fp.status.message.find("from V0 x"), fp.status.message.find("from q0 x"))
         if at >= 0:  # its first step left the admissible region: retried
             got += f", {fp.status.message[at:]}"

@@ -84,15 +84,6 @@ def below_floor(fp: FixedPoint, branch: str) -> bool:
     return bool(fp.status.converged) and fp.branch == branch and not on_branch(fp, branch)
 
 
-def floor_label(fp: FixedPoint) -> str:
-    """The label of ``fp`` counting only the order parameters of its label at or above their floors
-    (:data:`BRANCH_FLOORS`): a mixed point whose |m| is below its floor is the semantic point at the rule's
-    resolution, one whose |th0| is, the positional point; agnostic where none is."""
-    kept = {name for name, floor in BRANCH_FLOORS.get(fp.branch, ()) if overlap_size(fp, name) >= floor}
-    return ("mixed" if kept == {"th0", "m"} else "semantic" if "th0" in kept else "positional" if "m" in kept
-            else "agnostic")
-
-
 #: The kind of a traced end the trace stopped short of (:func:`trace_branch_end`): not located.
 STOPPED = "trace stopped"
 

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from attnphase.numerics.phase.branch_end import (POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR, below_floor, floor_label,
-                                                 on_branch, overlap_size)
+from attnphase.numerics.phase.branch_end import (POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR, below_floor, on_branch,
+                                                 overlap_size)
+from attnphase.numerics.phase.census import floor_label
 from attnphase.numerics.se.overlaps import Overlaps
 
 
