@@ -15,7 +15,7 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
-from attnphase.numerics.se.starts import check_branch, noise_axes, settle_noise_axes, teacher_rank
+from attnphase.numerics.se.starts import MATRIX_STARTS, check_branch, noise_axes, settle_noise_axes, teacher_rank
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import at_jump_scale
 from attnphase.theory.params import ModelParams
@@ -25,10 +25,6 @@ MATRIX_MIN_DAMPING = 0.5
 
 #: The damping of the second attempt of a solve that did not converge.
 SECOND_ATTEMPT_DAMPING = 0.8
-
-#: How a matrix solve starts without ``init``: from the rank-1 fixed points (embedded) or the branch's cold start.
-MATRIX_STARTS = ("embedded", "cold")
-
 
 def matrix_config(params: ModelParams, alpha: float, branch: str, config: SolverConfig, start: str) -> SolverConfig:
     """``config`` checked for a matrix solve, its damping raised to :data:`MATRIX_MIN_DAMPING` when smaller

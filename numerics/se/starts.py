@@ -45,6 +45,9 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
 #: The branches of the matrix form (docs/model.md section 7): those of the scalar form (config.BRANCHES) and mixed.
 MATRIX_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
 
+#: How a matrix solve starts without ``init``: from the rank-1 fixed points (embedded) or the branch's cold start.
+MATRIX_STARTS = ("embedded", "cold")
+
 
 def check_branch(branch: str, branches: tuple[str, ...] = MATRIX_BRANCHES) -> None:
     """ValueError unless ``branch`` is one of ``branches``."""
@@ -195,7 +198,7 @@ def check_solve_arguments(params: object, config: object, start: object) -> None
     if config is not None and not isinstance(config, SolverConfig):
         raise TypeError(f"config must be a SolverConfig or None, got {type(config).__name__} (a precision tier: "
                         "SolverConfig.for_precision('fast'))")
-    if start not in (None, "embedded", "cold"):
+    if start is not None and start not in MATRIX_STARTS:
         raise ValueError(f"start must be 'embedded' or 'cold' (or None), got {start!r}")
     r, r_star = params.r, teacher_rank(params)
     if start == "embedded" and (r, r_star) == (1, 1):
