@@ -29,9 +29,9 @@ def check_estimator_branch(estimator: str, branch: str | None) -> str:
 
 
 def bayes_model_echo(params) -> dict:
-    """:func:`~attnphase.numerics.commands.point_record.model_echo` without ``loss``: the posterior mean minimises no
-    training loss."""
-    return {k: v for k, v in model_echo(params).items() if k != "loss"}
+    """:func:`~attnphase.numerics.commands.point_record.model_echo` without ``loss`` and ``P``: the posterior mean
+    minimises no training loss and does not use the positions."""
+    return {k: v for k, v in model_echo(params).items() if k not in ("loss", "P")}
 
 
 #: The yes/no columns of the Bayes-optimal rows: 1/0 in a CSV or a dataset, true/false in JSON
@@ -45,17 +45,22 @@ def json_rows(rows: list[dict]) -> list[dict]:
 
 
 def bayes_params(params) -> dict:
-    """The model's parameters (``ModelParams.to_dict``) without ``lam`` and ``loss``, which the Bayes-optimal
-    estimator does not use."""
-    return {k: v for k, v in params.to_dict().items() if k not in ("lam", "loss")}
+    """The model's parameters (``ModelParams.to_dict``) without ``lam``, ``loss`` and ``P``, which the Bayes-optimal
+    estimator does not use (docs/model.md section 9)."""
+    return {k: v for k, v in params.to_dict().items() if k not in ("lam", "loss", "P")}
 
 
 def check_bayes_model(args: argparse.Namespace, params) -> None:
     """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1; no ``--lam`` (the
-    posterior mean has no ridge penalty) (one-line ValueErrors)."""
-    if "--lam" in opt.model_options_given(args):
+    posterior mean has no ridge penalty) and no ``--P`` (it does not use the positions) (one-line ValueErrors)."""
+    given = opt.model_options_given(args)
+    if "--lam" in given:
         raise ValueError(f"--lam {args.lam}: the Bayes-optimal estimator (the posterior mean) has no ridge penalty; "
                          "leave --lam out with --estimator bayes-optimal")
+    if "--P" in given:
+        raise ValueError(f"--P {args.P}: the Bayes-optimal estimator does not use the positional encodings (the "
+                         "teacher never sees them: docs/model.md section 9); leave --P out with --estimator "
+                         "bayes-optimal")
     if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:
         raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
     if not params.omega < 1.0:

@@ -85,15 +85,21 @@ def test_no_output_names_an_error_bar_X_err():
 
 
 def test_bayes_optimal_records_leave_out_lam_and_loss(capsys):
-    """The posterior mean has no ridge penalty and minimises no loss: neither is echoed, and --lam is refused."""
+    """The posterior mean has no ridge penalty, minimises no loss and does not use the positions: none of lam, loss
+    and P is echoed, and --lam and --P are refused."""
     assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert not {"lam", "loss"} & set(rec) and rec["rho0"] == 1.0 and rec["L"] == 2
+    assert not {"lam", "loss", "P"} & set(rec) and rec["rho0"] == 1.0 and rec["L"] == 2
+    assert "P" not in rec.get("model", {})
     for argv in (["solve", "--alpha", "0.3"], ["sweep", "--alpha", "0.3,0.4"], ["phase-diagram", "--alpha", "0.3,0.4"]):
         for lam in ("0.1", "0.01"):  # 0.01 is ERM's default: given, it is refused all the same
             assert main([*argv, "--estimator", "bayes-optimal", "--lam", lam]) == 2, argv
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1 and err[0].startswith(f"attnphase: error: --lam {lam}") and "no ridge penalty" in err[0]
+        # the posterior is over Q*, which never meets the positions: --P is refused too, and P is not echoed
+        assert main([*argv, "--estimator", "bayes-optimal", "--P", "1,0;0,1"]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("attnphase: error: --P 1,0;0,1") and "positional" in err[0]
 
 
 def test_bayes_optimal_sweep_runs_on_workers_and_resumes(tmp_path, capsys):

@@ -16,8 +16,8 @@ def test_simulate_amp_json(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
     rec = json.loads(out[0])
-    # the run's omega, device and dtype, then the model: no ridge, no loss (the posterior mean minimises none)
-    assert tuple(rec) == AMP_JSON_KEYS + ("omega", "device", "dtype", "sigma", "L", "A", "P", "rho0", "rank",
+    # the run's omega, device and dtype, then the model: no ridge, no loss, no positions (the posterior mean uses none)
+    assert tuple(rec) == AMP_JSON_KEYS + ("omega", "device", "dtype", "sigma", "L", "A", "rho0", "rank",
                                           "error_note")
     assert "no error bar" in rec["error_note"]  # a number without its bar says why (README)
     assert (rec["omega"], rec["device"], rec["dtype"], rec["tol"]) == (0.3, "cpu", "float64", 1e-7)
@@ -63,6 +63,7 @@ def test_simulate_amp_budget_exit_1(capsys):
     # an option that does not apply is refused at its default value too
     (["--algorithm", "amp", "--max-steps", "20000"], "--max-steps"),
     (["--algorithm", "amp", "--lam", "0.01"], "--lam"),
+    (["--algorithm", "amp", "--P", "1,0;0,1"], "--P"),
     (["--max-iter", "500"], "--max-iter"),
     (["--damping", "0"], "--damping"),
 ])

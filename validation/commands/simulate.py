@@ -70,6 +70,9 @@ def _check_amp(args: argparse.Namespace) -> None:
         raise ValueError("--max-steps: a gradient-descent option; --algorithm amp's budget is --max-iter")
     if "--lam" in opt.model_options_given(args):
         raise ValueError("--lam: --algorithm amp computes the posterior mean, which has no ridge penalty")
+    if "--P" in opt.model_options_given(args):
+        raise ValueError("--P: --algorithm amp computes the posterior mean, which does not use the positional "
+                         "encodings (the teacher never sees them)")
     if not 0.0 <= args.damping < 1.0:
         raise ValueError(f"--damping must lie in [0, 1), got {args.damping}")
     if args.amp_tol is not None and not (args.amp_tol > 0 and args.amp_tol < float("inf")):
@@ -147,13 +150,13 @@ def _run_amp(args: argparse.Namespace) -> int:
 
 
 def model_fields(params: Any, ridge: bool = True) -> dict[str, Any]:
-    """The model a simulation ran, as ``solve`` echoes it: sigma, lam and the loss (with ``ridge``: gradient descent's;
-    AMP has neither), L, A, P, rho0, the rank (and C for correlated tokens)."""
+    """The model a simulation ran, as ``solve`` echoes it: sigma, lam, the loss and P (with ``ridge``: gradient
+    descent's; AMP's posterior mean uses none of them), L, A, rho0, the rank (and C for correlated tokens)."""
     from attnphase.numerics.commands.point_record import record_model
     from attnphase.theory.whitening import original
 
     model = record_model(params)
-    model = model if ridge else {k: v for k, v in model.items() if k != "loss"}
+    model = model if ridge else {k: v for k, v in model.items() if k not in ("loss", "P")}
     return {"sigma": original(params).sigma_value} | ({"lam": params.lam} if ridge else {}) | model
 
 
