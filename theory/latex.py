@@ -111,10 +111,35 @@ def _baseline_equations(L: int) -> list[Equation]:
     return [Equation(sec, sp.Symbol("epsilon_lin"), eps_lin_expr(L), "s = softmax_row(h* h*^T), h*_l ~ N(0, rho_l)")]
 
 
+def _bayes_equations(L: int) -> list[Equation]:
+    from attnphase.theory.channels.bayes_optimal import bayes_exprs
+    from attnphase.theory.symbols import token_scalars
+
+    ex = bayes_exprs(L)
+    sec = "Bayes-optimal estimator: channel and Gaussian prior (docs/model.md section 9)"
+    w, Y = ex["w"], ex["Y"]
+    logz = sp.log(sp.Function("Z_out")(*Y, *w))
+    g, sigma2 = token_scalars("g_out", L), token_scalars("sigma", L, "2")
+    alpha, q0 = sp.Symbol("alpha"), sp.Symbol("q_0")
+    eqs = [Equation(sec, sp.Function("Z_out")(*Y, *w), ex["z_out"],
+                    "the sign-blind observation Y = +-(h* + zeta); Ve_l = V_l + Delta rho_l"),
+           Equation(sec, sp.Symbol("a"), ex["a"], "E[s | Y, w] = tanh(a)")]
+    eqs += [Equation(sec, sp.Derivative(logz, w[l]), ex["g_out"][l], "g_out_l: sympy's derivative of log Z_out, "
+                     "written with tanh(a) (the channel's numeric form is tested against both)") for l in range(L)]
+    eqs += [Equation(sec, sp.Derivative(logz, w[l], w[k]), ex["dg_out"][l, k]) for l in range(L) for k in range(l, L)]
+    return eqs + [
+        Equation(sec, ex["Qhat"], alpha * sum(sigma2[l] * sp.Function("E")(g[l] ** 2) for l in range(L)),
+                 "Nishimori line: q = m, every hat equal; w_l = sqrt(q_l) xi_l, Y_l = w_l + sqrt(Ve_l) eta_l"),
+        Equation(sec, q0, ex["q0"], "the Gaussian prior Q* ~ N(0, rho0 I_d)"),
+        Equation(sec, sp.Symbol("V_0"), ex["rho0"] - q0),
+        Equation(sec, sp.Function("psi")(ex["Qhat"]), ex["psi"], "the prior's free entropy"),
+    ]
+
+
 def equations(L: int) -> list[Equation]:
     """All equations of the theory for sequence length L (r = 1), in document order."""
     return (_attention_equations(L) + _loss_and_prox_equations(L) + _channel_equations() + _prior_equations(L)
-            + _free_entropy_equations(L) + _baseline_equations(L))
+            + _free_entropy_equations(L) + _baseline_equations(L) + _bayes_equations(L))
 
 
 def _params_lines(params: ModelParams) -> list[str]:

@@ -86,3 +86,34 @@ def test_gaussian_prior_nishimori_form_is_the_general_update_on_the_line():
 def test_bad_noise_is_refused():
     with pytest.raises(ValueError, match="Delta"):
         BayesOptimalChannel(-0.1)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_derived_equations_are_the_channel_and_prior_computed(L):
+    """``derive``'s Bayes-optimal equations (sympy) are the numbers the state evolution uses: log Z_out, sympy's
+    derivative of it, its tanh form and the second derivatives against BayesOptimalChannel; q0 and psi against
+    GaussianPrior; the derivative and the tanh form one expression (simplified to 0)."""
+    import sympy as sp
+
+    from attnphase.theory.channels.bayes_optimal import bayes_exprs
+
+    ex = bayes_exprs(L)
+    args = [*ex["Y"], *ex["w"], *ex["Ve"]]
+    ch, rng = BayesOptimalChannel(), np.random.default_rng(7 + L)
+    for _ in range(5):
+        Y, w = rng.standard_normal((2, L))
+        Ve = rng.uniform(0.2, 2.0, L)
+        vals = [*Y, *w, *Ve]
+        np.testing.assert_allclose(float(sp.lambdify(args, sp.log(ex["z_out"]))(*vals)), ch.log_z_out(Y, w, Ve),
+                                   rtol=1e-12)
+        for form in ("g_out_derived", "g_out"):
+            got = [float(sp.lambdify(args, e)(*vals)) for e in ex[form]]
+            np.testing.assert_allclose(got, ch.g_out(Y, w, Ve), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(np.array(sp.lambdify(args, ex["dg_out"])(*vals), dtype=float),
+                                   ch.dg_out(Y, w, Ve), rtol=1e-10, atol=1e-14)
+    assert sp.simplify((ex["g_out_derived"][0] - ex["g_out"][0]).rewrite(sp.exp)) == 0
+    prior = GaussianPrior(1.7)
+    for Qhat in (0.0, 0.4, 3.0):
+        sub = {ex["rho0"]: 1.7, ex["Qhat"]: Qhat}
+        assert float(ex["q0"].subs(sub)) == pytest.approx(prior.overlap(Qhat), rel=1e-12)
+        assert float(ex["psi"].subs(sub)) == pytest.approx(prior.free_entropy_term(Qhat), rel=1e-12, abs=1e-15)

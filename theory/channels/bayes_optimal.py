@@ -92,4 +92,34 @@ def fields_from_attention(T: ArrayLike, omega: float, A: ArrayLike) -> np.ndarra
     return np.stack([(s + delta) / 2.0, (s - delta) / 2.0], axis=-1)
 
 
-__all__ = ["BayesOptimalChannel", "fields_from_attention"]
+def bayes_exprs(L: int) -> dict[str, Any]:
+    """The module doc's channel and the Gaussian prior's Nishimori form (theory/priors/gaussian.py) as sympy
+    expressions in the symbols Y_l, w_l, Ve_l, rho0, Qhat (``attnphase derive`` prints them; a test evaluates them
+    against :class:`BayesOptimalChannel` and :class:`~attnphase.theory.priors.gaussian.GaussianPrior`):
+
+        Z_out = sum_{s = +-1} prod_l N(s Y_l; w_l, Ve_l),   g_out_l = d log Z_out / d w_l,
+        dg_out[l, k] = d g_out_l / d w_k,   q0 = rho0^2 Qhat / (1 + rho0 Qhat),   psi = 1/2 [rho0 Qhat - log(1 + rho0 Qhat)]
+
+    (g_out and dg_out differentiated by sympy, then rewritten with tanh where that holds exactly)."""
+    import sympy as sp
+
+    from attnphase.theory.symbols import token_scalars
+
+    Y, w = token_scalars("Y", L, real=True), token_scalars("w", L, real=True)
+    Ve = token_scalars("Ve", L, positive=True)
+    rho0, Qhat = sp.Symbol("rho0", positive=True), sp.Symbol("Qhat", nonnegative=True)
+
+    def gauss(s: int) -> Any:
+        return sp.Mul(*[sp.exp(-(s * Y[l] - w[l]) ** 2 / (2 * Ve[l])) / sp.sqrt(2 * sp.pi * Ve[l]) for l in range(L)])
+
+    z_out = gauss(1) + gauss(-1)
+    a = sum(Y[l] * w[l] / Ve[l] for l in range(L))
+    g = [sp.diff(sp.log(z_out), w[l]) for l in range(L)]
+    tanh_form = [(sp.tanh(a) * Y[l] - w[l]) / Ve[l] for l in range(L)]
+    dg = sp.Matrix(L, L, lambda l, k: sp.diff(tanh_form[l], w[k]))
+    return {"Y": Y, "w": w, "Ve": Ve, "rho0": rho0, "Qhat": Qhat, "a": a, "z_out": z_out, "g_out_derived": g,
+            "g_out": tanh_form, "dg_out": dg, "q0": rho0 ** 2 * Qhat / (1 + rho0 * Qhat),
+            "psi": (rho0 * Qhat - sp.log(1 + rho0 * Qhat)) / 2}
+
+
+__all__ = ["BayesOptimalChannel", "bayes_exprs", "fields_from_attention"]
