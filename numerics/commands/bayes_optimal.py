@@ -28,6 +28,9 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     check_bayes_model(args, params)
     check_bayes_solver_options(args)
     opt.announce_defaults(args, params)
+    if params.L >= opt.MAX_BAYES_L[0]:  # its tensor grids grow as (nodes per dimension)^L
+        print(f"attnphase: note: at L = {params.L} one Bayes-optimal solve takes half a minute or more ("
+              f"{opt.MAX_BAYES_L[1].split('; ')[0]})", file=sys.stderr, flush=True)
 
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel

@@ -90,3 +90,21 @@ def test_a_diagonal_token_covariance_is_independent_tokens(capsys):
     plain = json.loads(capsys.readouterr().out)
     assert (diag["q"], diag["eps_g"]) == (plain["q"], plain["eps_g"])
     assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--token-cov", "0.16,0.05;0.05,0.36"]) == 2
+
+
+def test_solve_at_the_largest_l_says_it_takes_long_before_it_starts(monkeypatch, capsys):
+    """At L = 5 a Bayes-optimal solve takes half a minute or more: said before the work starts (the work stopped
+    here at its first step: the note is printed before it)."""
+    from attnphase.numerics.se import bayes_curve
+
+    def stop(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bayes_curve, "bayes_rules", stop)
+    assert main(["solve", "--estimator", "bayes-optimal", "--L", "5", "--alpha", "0.15"]) != 0
+    err = capsys.readouterr().err
+    assert "at L = 5 one Bayes-optimal solve takes half a minute or more" in err
+    assert err.index("half a minute") < err.index("interrupted")
+    monkeypatch.undo()
+    main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3"])
+    assert "half a minute" not in capsys.readouterr().err
