@@ -101,13 +101,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def merged_note(points: list[dict]) -> str:
-    """The points of another label merged into a listed one (within its error bars, or the rule's noise beside it):
-    "" where none was (census --alpha 0.72 --omega 0.3 folded a semantic point of theta 0.024 into the agnostic one
-    and said so nowhere)."""
+    """The points of another label merged into a listed one, each with why (within its error bars, its blocks landing
+    on the other point, or the rule's noise beside it): "" where none was (census --alpha 0.72 --omega 0.3 folded a
+    semantic point of theta 0.024 into the agnostic one and said so nowhere)."""
     said = [f"a {m['branch']} point (e_t {m['e_t']:.8g}, {len(m['starts'])} start{'' if len(m['starts']) == 1 else 's'}"
-            f") into the {p['branch']} one" for p in points for m in p["merged"] if m["branch"] != p["branch"]]
-    return ("merged as one fixed point, the one of fewer broken symmetries kept (docs/method.md section 12): "
-            + "; ".join(said)) if said else ""
+            f") into the {p['branch']} one ({m['reason']})" for p in points for m in p["merged"]
+            if m["branch"] != p["branch"]]
+    return "merged as one fixed point, by the rules of docs/method.md section 12: " + "; ".join(said) if said else ""
 
 
 def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
@@ -194,7 +194,8 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
         rec = (solve_record(e.point, e.point.branch)[0] | entry_errors(e) if scalar
                else matrix_record(e.point, e.point.requested, lin) | e.errors)
         rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts),
-                "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]}
+                "merged": [{"branch": m.branch, "e_t": m.e_t, "starts": list(m.starts), "reason": m.reason}
+                           for m in e.merged]}
         if not scalar:
             rec |= {"start_names": list(e.starts)} | res.above_minimum(e)
         points.append(rec)

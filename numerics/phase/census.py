@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -49,16 +49,31 @@ from attnphase.theory.whitening import se_params
 #: Independent rules of the census's error bars unless told otherwise (``--error-estimate K``).
 CENSUS_RULES = 4
 
+#: Why a point was merged into another (step 3 of the module doc), as :class:`MergedPoint` says it.
+WITHIN_ERRORS = "within the error bars, the one of fewer broken symmetries kept"
+DISPLACED = "its blocks do not reproduce it and land on the point it was merged into"
+BELOW_FLOOR = "no error bars, its order parameter below its branch's floor beside the point it was merged into"
+
+
+class MergedPoint(NamedTuple):
+    """A point merged into a listed one: its label, e_t, the starts that reached it, and why (:data:`WITHIN_ERRORS`,
+    :data:`DISPLACED` or :data:`BELOW_FLOOR`)."""
+
+    branch: str
+    e_t: float
+    starts: tuple[str, ...]
+    reason: str
+
 
 @dataclass(frozen=True, eq=False)
 class CensusEntry(Replicas):
     """One distinct fixed point with its replicates and error bars (empty without error bars), the starts that
-    reached it, its leading eigenvalue, and the points merged into it within the error bars (each one's label, e_t
-    and starts)."""
+    reached it, its leading eigenvalue, and the points merged into it (:class:`MergedPoint`: label, e_t, starts,
+    why)."""
 
     starts: tuple[str, ...] = ()
     leading_eigenvalue: float = math.nan
-    merged: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
+    merged: tuple[MergedPoint, ...] = ()
 
     @property
     def stable(self) -> bool | None:
@@ -229,7 +244,7 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
         if target is None:
             _merge_within_errors(entries, entry)
         else:
-            entries[target] = _merged(entries[target], entry)
+            entries[target] = _merged(entries[target], entry, DISPLACED)
     entries = _below_floor_merged(entries)
     model = se_params(params)
     entries = [replace(e, leading_eigenvalue=stability_eigenvalue(model, alpha, e.point.overlaps, cfg))
@@ -239,9 +254,10 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
     return Census(params, float(alpha), tuple(entries), found, used, time.perf_counter() - t0)
 
 
-def _merged(keep: CensusEntry, drop: CensusEntry) -> CensusEntry:
-    """``keep`` with ``drop``'s starts, and ``drop`` (with the points merged into it) listed as merged."""
-    gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
+def _merged(keep: CensusEntry, drop: CensusEntry, reason: str) -> CensusEntry:
+    """``keep`` with ``drop``'s starts, and ``drop`` (with the points merged into it) listed as merged for
+    ``reason``."""
+    gone = (MergedPoint(drop.point.branch, drop.point.observables.e_t, drop.starts, reason),) + drop.merged
     return replace(keep, starts=keep.starts + drop.starts, merged=keep.merged + gone)
 
 
@@ -261,7 +277,8 @@ def _merge_within_errors(entries: list[CensusEntry], entry: CensusEntry) -> None
 
         def rank(e: CensusEntry) -> tuple[int, int]:
             return BROKEN_ORDERS.get(e.point.branch, 0), -len(e.starts)
-        entries[same] = _merged(other, entry) if rank(other) <= rank(entry) else _merged(entry, other)
+        entries[same] = (_merged(other, entry, WITHIN_ERRORS) if rank(other) <= rank(entry)
+                         else _merged(entry, other, WITHIN_ERRORS))
 
 
 #: The label a point of a label has without one of its order parameters (:data:`BRANCH_FLOORS`' names).
@@ -294,7 +311,7 @@ def _below_floor_merged(entries: list[CensusEntry]) -> list[CensusEntry]:
             continue
         same = [i for i, e in enumerate(out) if e.point.branch == label]
         if len(same) == 1 and entry in out:
-            out[same[0]] = _merged(out[same[0]], entry)
+            out[same[0]] = _merged(out[same[0]], entry, BELOW_FLOOR)
             out.remove(entry)
     return out
 

@@ -207,7 +207,8 @@ def test_census_near_the_semantic_birth_lists_no_displaced_agnostic_point() -> N
     assert sorted(labels) == ["agnostic", "positional", "semantic"]
     assert all(e.errors.get("replicates", 0) >= 2 for e in res.entries)
     agnostic = res.entries[labels.index("agnostic")]
-    assert any(b == "semantic" and abs(e_t - agnostic.e_t) < 1e-7 for b, e_t, _ in agnostic.merged)
+    assert any(m.branch == "semantic" and abs(m.e_t - agnostic.e_t) < 1e-7 and m.reason == census_mod.DISPLACED
+               for m in agnostic.merged)
 
 
 def test_census_check_says_whether_another_fixed_point_beats_the_pair(monkeypatch) -> None:
@@ -472,10 +473,30 @@ def test_of_two_points_one_within_the_error_bars_the_census_keeps_the_more_symme
         entries = [first]
         census._merge_within_errors(entries, second)
         (kept,) = entries
-        assert kept.point.branch == "positional" and len(kept.starts) == 17 and kept.merged[0][0] == "mixed"
+        assert kept.point.branch == "positional" and len(kept.starts) == 17 and kept.merged[0].branch == "mixed"
+        assert kept.merged[0].reason == census.WITHIN_ERRORS
     entries = [entry("mixed", 3)]
     census._merge_within_errors(entries, entry("mixed", 5))  # alike: the one more starts reached
-    assert len(entries[0].merged[0][2]) == 3
+    assert len(entries[0].merged[0].starts) == 3
+
+
+def test_each_merged_point_says_why_it_was_merged(monkeypatch) -> None:
+    """census --L 3 --rank 2 --teacher-rank 2 --alpha 2 merged a mixed point 45 bars above the semantic one into it
+    (its blocks landed on the semantic point) and the note said "within the error bars, the one of fewer broken
+    symmetries kept": each merged point carries the rule that merged it."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import census
+
+    def entry(branch: str, errors: dict) -> census.CensusEntry:
+        point = SimpleNamespace(branch=branch, observables=SimpleNamespace(e_t=1.5e-3))
+        return census.CensusEntry(point, (), True, errors, (branch,))
+
+    monkeypatch.setattr(census, "floor_label", lambda fp: "agnostic" if fp.branch == "positional" else fp.branch)
+    (kept,) = census._below_floor_merged([entry("agnostic", {}), entry("positional", {})])
+    assert kept.point.branch == "agnostic" and kept.merged == (
+        census.MergedPoint("positional", 1.5e-3, ("positional",), census.BELOW_FLOOR),)
+    assert len(census._below_floor_merged([entry("agnostic", {}), entry("positional", {"err_m": 1e-3})])) == 2
 
 
 def test_the_census_names_the_points_it_lists_without_error_bars() -> None:
@@ -570,10 +591,13 @@ def test_a_point_of_another_label_merged_into_a_listed_one_is_said() -> None:
     from attnphase.numerics.commands.census import merged_note
 
     points = [{"branch": "positional", "merged": []},
-              {"branch": "agnostic", "merged": [{"branch": "semantic", "e_t": 0.0017852963, "starts": ["a", "b"]},
-                                                {"branch": "agnostic", "e_t": 0.00178, "starts": ["c"]}]}]
+              {"branch": "agnostic", "merged": [{"branch": "semantic", "e_t": 0.0017852963, "starts": ["a", "b"],
+                                                 "reason": "within the error bars"},
+                                                {"branch": "agnostic", "e_t": 0.00178, "starts": ["c"],
+                                                 "reason": "within the error bars"}]}]
     note = merged_note(points)
-    assert "a semantic point (e_t 0.0017852963, 2 starts) into the agnostic one" in note and note.count("point (") == 1
+    assert ("a semantic point (e_t 0.0017852963, 2 starts) into the agnostic one (within the error bars)" in note
+            and note.count("point (") == 1)
     assert merged_note(points[:1]) == ""
 
 
