@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(f"{name:>20}: val_acc {v.val_acc:.4f}  score {v.score.score:+.3f}"
                         for name, v in result.variants.items()))
         print(f"majority baseline {result.majority_acc:.4f}")
+    print(f"attnphase: note: {ERROR_NOTE}", file=sys.stderr)  # as simulate says it, in every mode
     print(f"wrote {len(written) + 1} files to {out}: report.md, summary.json, histogram.nc, curves and attention maps "
           f"({time.perf_counter() - t0:.1f} s; {tasks})", file=sys.stderr)
     return 0

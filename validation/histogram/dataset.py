@@ -52,8 +52,11 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
                         ("before_val_acc", "validation accuracy of the embedded model before retraining"),
                         ("before_val_loss", "validation cross-entropy before retraining")):
         dv[field] = per_variant([getattr(v.reparam, field) if v.reparam else nan for v in vs], text)
-    dv["before_score"] = per_variant([v.reparam.before_score.score if v.reparam else nan for v in vs],
-                                     "attention score before retraining")
+    for field, text in (("score", "attention score r_sem - r_pos before retraining"),
+                        ("r_sem", "correlation with the token-equality matrix before retraining"),
+                        ("r_pos", "correlation with the mean attention pattern before retraining")):
+        dv[f"before_{field}"] = per_variant([getattr(v.reparam.before_score, field) if v.reparam else nan for v in vs],
+                                            text)
     n_epochs = max(len(v.curve) for v in vs)
     for field, text in CURVE_NAMES.items():
         curve = np.full((len(vs), n_epochs), nan)
@@ -77,7 +80,8 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
 
 
 #: The training curves (``curve_<field>``, fields of :class:`~.train.EpochRecord`) and their long names.
-CURVE_NAMES = {"train_loss": "training cross-entropy after each epoch",
-               "train_acc": "per-position training accuracy after each epoch",
+CURVE_NAMES = {"train_loss": "training cross-entropy, mean over the epoch's minibatches (epoch 0: the initial model)",
+               "train_acc": "per-position training accuracy, mean over the epoch's minibatches (epoch 0: the initial "
+                            "model)",
                "val_loss": "validation cross-entropy after each epoch",
                "val_acc": "per-position validation accuracy after each epoch"}

@@ -100,11 +100,14 @@ def test_command_resumes_from_the_store_and_fresh_recomputes(tiny_quick, tmp_pat
     # the run's parameters and why its numbers carry no bar beside them (README: every number has one, or a note)
     assert first["params"]["seed"] == 5 and first["params"]["config"]["seq_len"] == 5
     assert first["error_note"].startswith("val_acc, val_loss, score, r_sem, r_pos and the curves carry no error bar")
+    assert f"attnphase: note: {first['error_note']}" in err  # said on stderr, as without --json
     first["params"].pop("wall_seconds")  # this run's, a rerun from the store has its own
     code, again, err = _run(["--out", str(out)], capsys)
     assert code == 0 and again.pop("tasks") == {"total": 5, "computed": 0, "stored": 5, "failed": 0}
     again["params"].pop("wall_seconds")
     assert again == first  # train_seconds included: they are the stored tasks'
+    assert main(["histogram", "--quick", "--seed", "5", "--workers", "1", "--quiet", "--out", str(out)]) == 0
+    assert f"attnphase: note: {first['error_note']}" in capsys.readouterr().err  # the table's numbers: no bar either
     code, fresh, _ = _run(["--out", str(out), "--fresh"], capsys)
     assert code == 0 and fresh.pop("tasks")["computed"] == 5
     fresh["params"].pop("wall_seconds")
@@ -127,6 +130,10 @@ def test_command_resumes_from_the_store_and_fresh_recomputes(tiny_quick, tmp_pat
     assert ds["val_acc"].sel(variant="semantic_reparam").item() == in_process.variants["semantic_reparam"].val_acc
     assert ds.attrs["seed"] == 5 and json.loads(ds.attrs["config"])["n_samples"] == TINY.n_samples
     assert set(ds["status"].values) == {"done"}
+    # the numbers before retraining are the summary's, all five of them (r_sem and r_pos were missing)
+    before = first["semantic_reparam"]["before"]
+    assert {f"before_{k}" for k in before} <= set(ds.data_vars)
+    assert all(ds[f"before_{k}"].sel(variant="semantic_reparam").item() == v for k, v in before.items())
     assert main(["show", str(out)]) == 0
     assert "histogram.nc: histogram job" in capsys.readouterr().out
 
