@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         reason, failed = _beside_reason(fp, args.branch, cfg)
         rec["reason"] = reason
     elif fp.status.converged and fp.branch == args.branch and not reason:
-        reason = rec["reason"] = _finer_rule_reason(fp, args.branch, cfg)
+        # below the floor: not a point of the branch, however well the blocks reproduce it (as the sweep counts it)
+        reason = rec["reason"] = floor_reason(fp, args.branch) or _finer_rule_reason(fp, args.branch, cfg)
     return print_record(rec, reason, fp.status.converged, args.json, census=True, failed=failed)
 
 
@@ -106,11 +107,11 @@ def floor_reason(fp: Any, branch: str) -> str:
     """Why a converged point of ``branch``'s label whose order parameter lies below the branch's floor
     (:func:`~attnphase.numerics.phase.branch_end.below_floor`) is not a point of the branch ("" for any other): the
     rule's noise next to a fixed point of fewer broken symmetries, as ``sweep`` says of such a row."""
-    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
+    from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, size_text
 
     if not below_floor(fp, branch):
         return ""
-    sizes = ", ".join(f"|{name}| = {overlap_size(fp, name):.3g} (floor {floor:g})"
+    sizes = ", ".join(f"{size_text(fp, name)}, floor {floor:g}"
                       for name, floor in BRANCH_FLOORS[branch])
     return (f"{not_found(fp, branch)}: the solve reached "
             f"a point whose {branch} order parameter is below the branch's floor ({sizes}): the rule's noise next to "

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, on_branch, overlap_size
+from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, on_branch, overlap_size, size_text
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule, finer_rule
 from attnphase.numerics.se.overlaps import on_branch_subspace
@@ -96,7 +96,7 @@ def beside_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: Solve
         return False, ""
     symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
     ((key, floor),) = BRANCH_FLOORS[branch]
-    point = (f"the solve converged next to the agnostic point (|{name}| = {overlap_size(fp, key):.3g}, below the "
+    point = (f"the solve converged next to the agnostic point ({size_text(fp, key, label=name)}, below the "
              f"branch's floor {floor:g})")
     if eig < 1.0:
         return True, (f"absent: {point}, which is stable in {name} here ({symbol} = {eig:.4g} < 1): no {branch} branch "
@@ -128,14 +128,14 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
     ((key, floor),) = BRANCH_FLOORS[branch]
     again = solve(fp.params, fp.alpha, branch, init=fp.overlaps, config=config.replace(quadrature=finer,
                                                                                         e_t_quadrature=None))
-    point = (f"the solve converged to |{name}| = {overlap_size(fp, key):.3g} next to the agnostic point, which is "
+    point = (f"the solve converged to {size_text(fp, key, label=name)} next to the agnostic point, which is "
              f"stable in {name} here ({symbol} = {eig:.3g} < 1: no {branch} branch leaves it), and on {finer}, a finer "
              "rule, the solve from that point")
     if not again.status.converged:
         return False, (f"{point} does not converge (residual {again.status.residual:.1e}): whether the point is the "
                        f"rule's or the model's is not shown")
     if again.branch == "agnostic" or below_floor(again, branch):
-        return True, (f"absent: {point} reaches the agnostic point (|{name}| = {overlap_size(again, key):.3g}, "
+        return True, (f"absent: {point} reaches the agnostic point ({size_text(again, key, label=name)}, "
                       f"below the branch's floor {floor:g}): the point was the rule's jumps, not the model's")
     if again.branch != branch:
         return False, f"{point} reaches the {again.branch} point: whether the point is the rule's is not shown"

@@ -69,6 +69,16 @@ def overlap_size(fp: FixedPoint, name: str) -> float:
     return abs(float(x)) if np.ndim(x) == 0 else float(np.linalg.norm(x))
 
 
+def size_text(fp: FixedPoint, name: str, fmt: str = ".3g", label: str = "") -> str:
+    """``|name| = value`` (:func:`overlap_size`, ``label`` in place of the name where given), saying which norm it is
+    where the overlap has several entries: ``|m| = 0.0612 (norm of m_1..m_2)``, beside a record whose ``m`` is m_1."""
+    x = getattr(fp.overlaps, name)
+    text = f"|{label or name}| = {overlap_size(fp, name):{fmt}}"
+    if np.ndim(x) == 0:
+        return text
+    return text + (f" (norm of m_1..m_{np.size(x)})" if name == "m" else " (Frobenius norm)")
+
+
 def on_branch(fp: FixedPoint, branch: str) -> bool:
     """Converged, labelled ``branch``, and each of its order parameters (:data:`BRANCH_FLOORS`) at or above its
     floor, at every rank; ValueError for a ``branch`` that is no label of a fixed point (``"foo"``)."""

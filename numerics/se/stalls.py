@@ -203,8 +203,9 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     if not (math.isfinite(eig) and eig < 1.0 and size <= IMAGE_FRACTION * (1.0 - eig) * start):
         return fp
     name, symbol = ("m", "mu") if fp.requested == "positional" else ("theta", "lambda")
-    message = (f"absent: the {fp.requested} start converged to |{name}| = {size:.2g}, the agnostic point displaced by "
-               f"the rule's jumps; the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), "
+    norm = f" (norm of m_1..m_{params.L})" if name == "m" else ""  # beside a record whose m is m_1
+    message = (f"absent: the {fp.requested} start converged to |{name}| = {size:.2g}{norm}, the agnostic point "
+               f"displaced by the rule's jumps; the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), "
                f"so no {fp.requested} branch leaves it")
     status = replace(agnostic.status, iterations=fp.status.iterations + agnostic.status.iterations, message=message,
                      prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)

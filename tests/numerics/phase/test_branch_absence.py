@@ -182,3 +182,19 @@ def test_a_sweep_s_rows_are_judged_from_each_end_inwards_each_once(monkeypatch):
     judged.clear()
     absence.finer_rule_rows(BranchSweep("positional", points[:2]), CFG)
     assert judged == [1.0]
+
+
+def test_a_size_in_a_message_says_which_norm_it_is() -> None:
+    """``solve --alpha 2 --omega 0 --branch positional --precision fast`` printed m 0.0432 and a reason with |m| =
+    0.0612: the norm over the tokens, (m, -m), which the message did not say."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from attnphase.numerics.phase.branch_end import size_text
+
+    fp = SimpleNamespace(overlaps=SimpleNamespace(m=np.array([0.0432, -0.0432]), th0=-0.25))
+    assert size_text(fp, "m") == "|m| = 0.0611 (norm of m_1..m_2)"
+    assert size_text(fp, "th0", label="theta") == "|theta| = 0.25"
+    fp2 = SimpleNamespace(overlaps=SimpleNamespace(th0=np.array([[0.3, 0.0], [0.0, 0.4]])))
+    assert size_text(fp2, "th0", ".2g") == "|th0| = 0.5 (Frobenius norm)"
