@@ -176,7 +176,8 @@ def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
                    "for a rule of one scrambling or a deterministic one, solve and census repeat the point on 4 "
                    "independent rules, the other commands give none and say so in error_note); "
                    "K >= 2: K scramblings instead (K/REPS times the points), or, for a rule of one scrambling "
-                   "(ghN, sobolK), a repeat on K - 1 more independent rules; 0: none (faster)")
+                   "(sobolK, ghrN:SEED), a repeat on K - 1 more independent rules (ghN: on orders N+2, N+4, ..., "
+                   "which share its bias); 0: none (faster)")
 
 
 def error_estimate_from_args(args: argparse.Namespace) -> int | None:

@@ -235,8 +235,10 @@ def check_rule_size(L: int, spec: str) -> int:
 
 
 def rule_variant(spec: str, k: int) -> str:
-    """The k-th independent replicate of the rule ``spec`` (k = 0: ``spec``): scrambled Sobol with seed base + k,
-    Gauss--Hermite (plain or rotated) of order N + 2k."""
+    """The k-th replicate of the rule ``spec`` (k = 0: ``spec``): scrambled Sobol with seed base + k and the rotated
+    Gauss--Hermite grid with rotation seed base + k (independent randomisations); the plain Gauss--Hermite grid,
+    which has no randomisation, of order N + 2k (not independent: the grids share an order-independent bias,
+    docs/method.md section 1, which their spread does not measure)."""
     kind, args = parse_rule_spec(spec)
     if k < 0:
         raise ValueError(f"a rule replicate index must be >= 0, got {k}")
@@ -244,7 +246,9 @@ def rule_variant(spec: str, k: int) -> str:
         log2_n, reps, seed = args
         block = split_block(spec)[1]
         return f"sobol{log2_n}:{reps}:{seed + k}" + ("" if block is None else f"@{block}")
-    return f"{kind}{args[0] + 2 * k}"
+    if kind == "ghr":
+        return f"ghr{args[0]}:{args[1] + k}"
+    return f"gh{args[0] + 2 * k}"
 
 
 def make_rule(L: int, spec: str) -> QuadratureRule:

@@ -83,6 +83,10 @@ def test_rule_blocks_partition_the_pooled_rule() -> None:
     assert len(set(means)) == 3  # independent scramblings differ
     assert replicates("sobol6:3:5") == 3 and replicates("sobol6:3:5@2") == 1 and rule_blocks("sobol12") == []
     assert rule_variant("sobol6:3:5@2", 1) == "sobol6:3:6@2"
+    # a rotated grid's replicates are other rotations of the same order (its seed kept at k = 0: ghr10:5 and
+    # ghr10:7 had the same replicates, of seed 0); a plain grid's, higher orders
+    assert [rule_variant("ghr10:5", k) for k in range(3)] == ["ghr10:5", "ghr10:6", "ghr10:7"]
+    assert [rule_variant("gh10", k) for k in range(3)] == ["gh10", "gh12", "gh14"]
     for bad in ("sobol6:3:5@3", "sobol6@1", "gh6@0", "sobol6:3:5@x"):
         with pytest.raises(ValueError):
             make_rule(2, bad)
