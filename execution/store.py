@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnphase.execution.outputs import UMASK
+
 MAGIC = b"attnphase-task 1\n"
 SUFFIX = ".task"
 
@@ -85,7 +87,8 @@ class ResultStore:
                        error=record.get("error", ""), seconds=float(record.get("seconds", 0.0)))
 
     def save(self, record: Outcome, version: str = "") -> None:
-        """Write ``record`` atomically (temporary file, fsync, rename)."""
+        """Write ``record`` atomically (temporary file, fsync, rename), readable as an ordinary file of the umask (a
+        store is shared or copied to resume elsewhere; mkstemp makes the file private)."""
         payload = pickle.dumps({**vars(record), "code_version": version,
                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, protocol=pickle.HIGHEST_PROTOCOL)
         blob = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
@@ -96,6 +99,7 @@ class ResultStore:
                 fh.write(blob)
                 fh.flush()
                 os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~UMASK)
             os.replace(tmp, self.path(record.key))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

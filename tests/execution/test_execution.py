@@ -398,3 +398,14 @@ def test_a_remote_schedulers_client_logs_only_critical_records_while_the_job_run
         assert all(logging.getLogger(name).level == logging.CRITICAL for name in CLIENT_LOGGERS)
         assert not logging.getLogger("distributed.client").isEnabledFor(logging.ERROR)
     assert [logging.getLogger(name).level for name in CLIENT_LOGGERS] == before
+
+
+def test_task_files_are_ordinary_files_of_the_umask(tmp_path) -> None:
+    """Every task file was private (0600, mkstemp's), where the job's other outputs follow the umask: a store copied
+    or shared to resume elsewhere could not be read by the group."""
+    from attnphase.execution.outputs import UMASK
+
+    store = ResultStore(tmp_path)
+    store.save(Outcome(key="k1", label="x", status="done", value=1))
+    assert (store.path("k1").stat().st_mode & 0o777) == 0o666 & ~UMASK
+    assert store.load("k1").value == 1
