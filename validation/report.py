@@ -121,11 +121,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     ends = branch_ends(summary["theory"], "semantic")
 
     def lab(t: dict[str, Any], key: str, alpha: float, prox: str) -> str:
-        if t and not t["converged"]:  # absent past the branch's end, else a solver failure
-            end = ends.get(prox)
-            return f"-- (past its end, {end:.3g})" if past_end(alpha, "semantic", end) else "-- (not converged)"
-        tag = "" if not t or t["branch_reached"] == "semantic" else f" ({t['branch_reached']})"
-        return _f(t[key]) + tag if t else "--"
+        return theory_cell(t, key, alpha, "semantic", ends.get(prox))
 
     sem_rows = {r["alpha"]: r for r in summary["sweep"] if r["init"] == "semantic"}
     for a, r in sorted(sem_rows.items()):
@@ -165,6 +161,16 @@ def render_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def theory_cell(t: dict[str, Any], key: str, alpha: float, branch: str, end: float | None) -> str:
+    """A theory entry ``t[key]`` of ``branch`` at alpha as a table shows it: the value (with the branch reached where
+    it is another); where its solve did not converge, no value: ``-- (past its end, X)`` past the branch's located
+    ``end``, else ``-- (not converged)``; ``--`` where there is no entry."""
+    if t and not t["converged"]:  # absent past the branch's end, else a solver failure
+        return f"-- (past its end, {end:.3g})" if past_end(alpha, branch, end) else "-- (not converged)"
+    tag = "" if not t or t.get("branch_reached", branch) == branch else f" ({t['branch_reached']})"
+    return _f(t.get(key)) + tag if t else "--"
+
+
 def _sweep_lines(summary: dict[str, Any]) -> list[str]:
     """The alpha sweep's table: every mean ± std beside the global-prox theory, the aligned-prox point, and the
     map GD follows with its reason (:func:`attnphase.validation.agreement.maps_followed`)."""
@@ -180,13 +186,19 @@ def _sweep_lines(summary: dict[str, Any]) -> list[str]:
     ordered = sorted(summary["sweep"], key=lambda r: (r["init"], r["alpha"]))
     for r, follows in zip(ordered, maps_followed(ordered, th)):
         t = r["theory"]["global"] or {}
+        end = branch_ends(th, r["branch"]).get("global")
+
+        def cell(key: str) -> str:
+            return theory_cell(t, key, r["alpha"], r["branch"], end)
         a = r["theory"].get("aligned") or {}
         al = (f"{_f(a.get('abs_m'))}, {_f(a.get('abs_theta'))}, {_f(a.get('eps_g'))}"
               + ("" if a.get("branch_reached") in (None, r["branch"]) else f" ({a['branch_reached']})")) if a else "--"
+        if a and not a.get("converged", True):
+            al = theory_cell(a, "eps_g", r["alpha"], r["branch"], branch_ends(th, r["branch"]).get("aligned"))
         lines.append(f"| {r['alpha']} | {r['init']} | {r['branch']} | {r['n_runs']} ({r['n_converged']}) | "
                      f"{_f(r.get('grad_norm_max'), '.1e')} | "
-                     f"{_pm(r, 'abs_m')} | {_f(t.get('abs_m'))} | {_pm(r, 'abs_theta')} | {_f(t.get('abs_theta'))} | "
-                     f"{_pm(r, 'eps_g')} | {_f(t.get('eps_g'))} | {_pm(r, 'e_t')} | {_f(t.get('e_t'))} | {al} | "
+                     f"{_pm(r, 'abs_m')} | {cell('abs_m')} | {_pm(r, 'abs_theta')} | {cell('abs_theta')} | "
+                     f"{_pm(r, 'eps_g')} | {cell('eps_g')} | {_pm(r, 'e_t')} | {cell('e_t')} | {al} | "
                      f"{follows['map']} | {follows['reason']} |")
     return lines
 

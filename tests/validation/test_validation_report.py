@@ -608,3 +608,18 @@ def test_the_plan_records_the_gradient_tolerance_its_runs_use() -> None:
     from attnphase.validation.general_cases import GeneralPlan
 
     assert GeneralPlan(quick=True, d=20, seeds=(0,)).to_dict()["train"]["grad_tol"] == GRAD_TOL[torch.float64]
+
+
+def test_the_sweep_table_shows_no_theory_value_where_its_solve_did_not_converge():
+    """The alpha sweep's table printed the theory columns of semantic rows whose solve did not converge (|theta|
+    0.003-0.07 at alpha 0.1-0.65, an older summary's), where its note says such a cell has no value: both tables
+    show a theory cell one way (:func:`theory_cell`)."""
+    from attnphase.validation.report import theory_cell
+
+    off = {"converged": False, "abs_theta": 0.07162, "branch_reached": "semantic"}
+    assert theory_cell(off, "abs_theta", 0.5, "semantic", 0.61) == "-- (past its end, 0.61)"
+    assert theory_cell(off, "abs_theta", 0.8, "semantic", 0.61) == "-- (not converged)"
+    assert theory_cell(off, "abs_theta", 0.5, "semantic", None) == "-- (not converged)"
+    on = {"converged": True, "abs_theta": 0.6, "branch_reached": "agnostic"}
+    assert theory_cell(on, "abs_theta", 2.0, "semantic", 0.61) == "0.6 (agnostic)"
+    assert theory_cell({}, "abs_theta", 2.0, "semantic", 0.61) == "--"
