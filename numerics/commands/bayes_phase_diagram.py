@@ -102,7 +102,8 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     job_model = bayes_params(params) | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
     with staged_job(out_dir, stem, job_model, args.json) as stage:
         outputs.write_text_atomic(stage / f"{stem}.csv", bayes_diagram_csv(rows))
-        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")
+        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs | {"error_note": obj["error_note"]}),
+                     stage / f"{stem}.nc")  # the JSON's error_note, in the dataset too (as the sweep's)
         outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
         plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
                            title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule {rule})")

@@ -47,6 +47,7 @@ def test_bayes_phase_diagram_writes_the_thresholds_per_omega(tmp_path, capsys):
         assert ds["alpha_it"].dims == ("omega",) and ds["eps_g"].dims == ("omega", "alpha")
         assert float(ds["eps_g"].sel(omega=0.3, alpha=0.3)) == rec["eps_g"]
         assert "err_alpha_weak_recovery" in ds["alpha_weak_recovery"].attrs["ancillary_variables"]
+        assert ds.attrs["error_note"] == obj["error_note"]  # why err_alpha_it = 0, in the dataset too
 
 
 def test_a_threshold_that_does_not_exist_is_null_with_its_reason(tmp_path, capsys):
