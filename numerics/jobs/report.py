@@ -236,6 +236,8 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
                       independent_rules=error_estimate,
                       error_bars=bars,
                       title=title + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
+    # the record's numbers about the run (continuation_chains: continuation changes the boundaries) in the file too
+    attrs |= {k: v for k, v in (more or {}).items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     coords = dict(scanned or {}) | {"omega": [float(w) for w in omegas]}
     write_netcdf(boundaries_dataset(cells, tuple(coords), coords, alphas, attrs, r), out / f"{stem}.nc")
     meta = head | {"rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),

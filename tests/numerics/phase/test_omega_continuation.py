@@ -144,6 +144,9 @@ def test_phase_diagram_continuation_is_a_stored_chain_a_rerun_reads_back(tmp_pat
     first = json.loads(capsys.readouterr().out)
     assert first["continuation_chains"] == 1 and first["tasks"]["total"] == 1 and first["tasks"]["computed"] == 1
     assert (tmp_path / "curves_omega0.3.png").exists()  # the chain is anchored at omega = 0.3, whole branch
+    from attnphase.execution.dataset import open_dataset
+
+    assert open_dataset(tmp_path / "phase_diagram.nc").attrs["continuation_chains"] == 1  # the file says it too
     for row in first["rows"]:
         assert abs(row["alpha_c"] - runs["chain"][row["omega"]].alpha_c) < 1e-12
     assert main(argv) == 0
