@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import error_keys, on_its_branch, replicate_errors, replicate_solves
 from attnphase.numerics.parallel import map_in_order, without_memory
@@ -42,6 +43,7 @@ from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_key, paired_di
 from attnphase.numerics.se.stability import stability_eigenvalue
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import check_alpha, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
@@ -53,6 +55,8 @@ CENSUS_RULES = 4
 WITHIN_ERRORS = "within the error bars, the one of fewer broken symmetries kept"
 DISPLACED = "its blocks do not reproduce it and land on the point it was merged into"
 BELOW_FLOOR = "no error bars, its order parameter below its branch's floor beside the point it was merged into"
+FINER_RULE = ("the rule's jumps: the agnostic point is stable in its direction and a finer rule's solve from it "
+              "reaches the agnostic point")
 
 
 class MergedPoint(NamedTuple):
@@ -245,13 +249,33 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
             _merge_within_errors(entries, entry)
         else:
             entries[target] = _merged(entries[target], entry, DISPLACED)
-    entries = _below_floor_merged(entries)
+    entries = _finer_rule_merged(_below_floor_merged(entries), cfg)
     model = se_params(params)
     entries = [replace(e, leading_eigenvalue=stability_eigenvalue(model, alpha, e.point.overlaps, cfg))
                for e in entries]
     entries.sort(key=lambda e: e.e_t)
     used = 0 if not cfg.error_bars or rule_blocks(cfg.quadrature) else (n_rules or CENSUS_RULES)  # as documented
     return Census(params, float(alpha), tuple(entries), found, used, time.perf_counter() - t0)
+
+
+def _finer_rule_merged(entries: list[CensusEntry], cfg: SolverConfig) -> list[CensusEntry]:
+    """At r = r* = 1, ``entries`` with each positional or semantic point that a finer rule shows to be the rule's own
+    (:func:`~attnphase.numerics.phase.absence.finer_rule_note`: next to an agnostic point stable in its direction,
+    the finer rule's solve from it reaches that point) merged into the one agnostic point listed, as ``solve``
+    refuses it (``census --alpha 2 --omega 0 --precision fast`` listed a positional point of m = 0.043 that ``solve``
+    there calls the rule's jumps)."""
+    from attnphase.numerics.phase.absence import finer_rule_note
+
+    out = list(entries)
+    for entry in entries:
+        fp = entry.point
+        if not is_scalar_form(fp.params.r, fp.params.r_star) or fp.branch not in ("positional", "semantic"):
+            continue
+        agnostic = [i for i, e in enumerate(out) if e.point.branch == "agnostic"]
+        if len(agnostic) == 1 and finer_rule_note(fp, fp.branch, model_rule(fp.params, cfg), cfg)[0]:
+            out[agnostic[0]] = _merged(out[agnostic[0]], entry, FINER_RULE)
+            out.remove(entry)
+    return out
 
 
 def _merged(keep: CensusEntry, drop: CensusEntry, reason: str) -> CensusEntry:

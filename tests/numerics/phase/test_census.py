@@ -611,3 +611,28 @@ def test_census_refuses_bad_input_before_any_search(monkeypatch, alpha, n_rules,
     monkeypatch.setattr(census_mod, "search", lambda *a, **k: pytest.fail("the search ran"))
     with pytest.raises(ValueError, match=needle):
         census_mod.census(ModelParams(), alpha, config=SolverConfig(quadrature="sobol8:4"), n_rules=n_rules)
+
+
+def test_a_point_a_finer_rule_undoes_is_merged_into_the_agnostic_point(monkeypatch) -> None:
+    """``census --alpha 2 --omega 0 --precision fast`` listed a positional point (m = 0.043) that ``solve`` at the same
+    settings refuses (exit 3: the agnostic point beside it is stable in m, and on sobol10:4 the solve from it reaches
+    the agnostic point).  The census asks the same question: such a point is merged into the agnostic one."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import absence, census
+
+    def entry(branch: str, r: int = 1) -> census.CensusEntry:
+        point = SimpleNamespace(branch=branch, params=SimpleNamespace(r=r, r_star=1), observables=SimpleNamespace(
+            e_t=1.5e-3))
+        return census.CensusEntry(point, (), True, {"err_e_t": 1e-5}, (branch,))
+
+    asked = []
+    monkeypatch.setattr(census, "model_rule", lambda params, cfg: None)
+    monkeypatch.setattr(absence, "finer_rule_note", lambda fp, branch, rule, cfg: (
+        asked.append(branch) or branch == "positional", "absent: ..."))
+    got = census._finer_rule_merged([entry("semantic"), entry("agnostic"), entry("positional")], SolverConfig())
+    assert [e.point.branch for e in got] == ["semantic", "agnostic"] and asked == ["semantic", "positional"]
+    assert got[1].merged == (census.MergedPoint("positional", 1.5e-3, ("positional",), census.FINER_RULE),)
+    # no agnostic point listed to merge into, or rank 2 (the labels' own rules): kept
+    assert len(census._finer_rule_merged([entry("positional")], SolverConfig())) == 1
+    assert len(census._finer_rule_merged([entry("agnostic", 2), entry("positional", 2)], SolverConfig())) == 2
