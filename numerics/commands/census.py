@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     params, cfg, n_rules = point_setup(args, NAME, independent=not is_scalar_form(*ranks_from_args(args)))
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     work.begin("taking the census of fixed points")
-    print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
+    if not args.quiet:  # an estimate, as every command's: --quiet hides it
+        print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
 
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.phase import census as census_mod

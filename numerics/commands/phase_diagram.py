@@ -142,7 +142,7 @@ def _announce(args, params, cfg, omegas, alphas, n_rules: int, executor, chains:
     if chains and not args.quiet:
         print(f"attnphase: --continuation: the boundaries continued in omega along {chains} chain(s) of contiguous omegas, "
               f"one task each (docs/method.md section 13, continuation in omega)", file=sys.stderr, flush=True)
-    if census:
+    if census and not args.quiet:
         each = workload.census_seconds(params.L, cfg)
         print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each, about "
               f"{workload.format_duration(workload.wall_seconds([each] * len(omegas), executor.workers))} more "

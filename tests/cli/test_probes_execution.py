@@ -705,6 +705,32 @@ def test_long_commands_announce_an_estimate_before_they_start(argv, target, word
         assert w in err, (w, err)
 
 
+@pytest.mark.parametrize(("argv", "target"), [
+    (["census", "--alpha", "1.25"], "attnphase.numerics.phase.census.census"),
+    (["phase-diagram", "--omega", "0.3", "--census"], "attnphase.numerics.jobs.report.run_phase_diagram"),
+    (["phase-diagram"], "attnphase.numerics.jobs.report.run_phase_diagram"),
+    (["histogram", "--quick"], "attnphase.validation.histogram.jobs.run_histogram"),
+])
+def test_quiet_hides_every_estimate(argv, target, capsys, tmp_path, monkeypatch):
+    """``census --quiet`` and ``phase-diagram --census --quiet`` still printed their time estimates, which --quiet
+    hides on every other command."""
+    module, _, name = target.rpartition(".")
+    monkeypatch.setattr(__import__(module, fromlist=[name]), name, _stop)
+    out = [] if argv[0] == "census" else ["--out", str(tmp_path / "o")]
+    with pytest.raises(_Stop):
+        main([*argv, *out, "--quiet"])
+    assert "about" not in capsys.readouterr().err
+
+
+def test_histogram_announces_the_workers_it_starts(capsys, tmp_path, monkeypatch):
+    """``histogram --quick --workers 100000`` announced "about 37 s on 100000 workers" and started 3."""
+    monkeypatch.setattr(__import__("attnphase.validation.histogram.jobs", fromlist=["x"]), "run_histogram", _stop)
+    with pytest.raises(_Stop):
+        main(["histogram", "--quick", "--workers", "100000", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert "100000 worker" not in err and "workers (one per task)" in err, err
+
+
 def test_a_signal_while_out_is_checked_leaves_no_probe_folder(tmp_path, monkeypatch):
     """``--out DIR`` is checked by making and removing a hidden folder beside it; a Ctrl-C right after the folder was
     made left it behind (seen by the load-time signal test above).  The stretch now holds the signal back, removes

@@ -163,11 +163,12 @@ def test_out_whose_files_would_pass_the_systems_path_limit_is_refused_first(tmp_
 def test_empty_out_is_refused_not_the_current_folder(capsys, tmp_path, monkeypatch):
     """``--out "$DIR"`` with DIR unset wrote the job into the current folder."""
     monkeypatch.chdir(tmp_path)
-    assert main(["sweep", "--alpha", "1,2", "--out", "", "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["attnphase: error: --out: an empty folder name (--out is always a folder, created if missing); "
-                   "give --out . for the current folder"]
-    assert list(tmp_path.iterdir()) == []
+    for argv in (["sweep", "--alpha", "1,2"], ["check", "--quick", "--only", "1"]):  # check took "" as no --out
+        assert main([*argv, "--out", "", "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == ["attnphase: error: --out: an empty folder name (--out is always a folder, created if missing); "
+                       "give --out . for the current folder"]
+        assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("alpha, exact", [("0.1", "q0 = 0 is exact"), ("0.3", None), ("2", "q0 = 1 is exact")])

@@ -36,8 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="small sizes (the test suite's): wider tolerances, seconds")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object with a list of checks")
-    p.add_argument("--out", default=None, metavar="DIR", help="also write DIR/check.md (a markdown table), DIR/check.json (the --json object) and "
-                   "DIR/check.csv (one row per check: error, tolerance, status, passed 1/0)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder: writes check.md (a markdown table), check.json (the --json object) and "
+                   "check.csv (one row per check: error, tolerance, status, passed 1/0) there "
+                   f"({outputs.OUT_RULE}; default: none written)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ValueError(f"--only: {exc}") from None
     args.alpha = opt.parse_value(str(args.alpha), "--alpha", positive=True)  # as every command reads one alpha
-    out_dir = outputs.out_dir_from_args(args) if args.out else None
+    out_dir = outputs.out_dir_from_args(args) if args.out is not None else None  # --out "" refused, as everywhere
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
     opt.announce_defaults(args, params)

@@ -45,6 +45,8 @@ def _announce(config, workers: int, quiet: bool) -> None:
     train, reparam = workload.histogram_seconds(config.n_samples, config.epochs, config.reparam_epochs,
                                                 len(config.variants), sum(v != "both" for v in config.variants))
     own = workload.HISTOGRAM_COMMAND_SECONDS
+    capped = " (one per task)" if workers > len(train) else ""
+    workers = max(1, min(workers, len(train)))  # a run of tasks starts no more workers than it has tasks
     stages = [workload.wall_seconds(train, workers), workload.wall_seconds(reparam, workers)]
     t = sum(stages) + own
     # each stage is a run of tasks: on several workers, a local cluster of its own
@@ -53,7 +55,7 @@ def _announce(config, workers: int, quiet: bool) -> None:
     if not quiet:
         print(f"attnphase: histogram: {len(train)} trainings ({config.n_samples} samples x {config.epochs} epochs) "
               f"then {len(reparam)} re-parameterisations, about {workload.format_duration(t)} on {workers} worker"
-              f"{'s' if workers != 1 else ''} ({workload.cpu_phrase(cpu)} in all, "
+              f"{'s' if workers != 1 else ''}{capped} ({workload.cpu_phrase(cpu)} in all, "
               f"~{train[0]:.0f} CPU s per training; from CPU times measured by benchmarks/workload_calibration.py: "
               f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
 
