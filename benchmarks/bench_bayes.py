@@ -43,12 +43,15 @@ def amp(d: int = 2000, alpha: float = 0.4, seed: int = 0) -> tuple[float, float]
     wall, cpu = time.perf_counter(), time.process_time()
     r = run_amp(AmpSpec(d=d, alpha=alpha, seed=seed, params=ModelParams(), amp=AmpConfig(max_iter=1000), device="cpu"))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"AMP, d = {d}, alpha = {alpha}, seed {seed}: {r.status} after {r.iterations} iterations, |m| = {abs(r.m):.4f} "
+    print(f"AMP, d = {d}, alpha = {alpha}, seed {seed}: {r.status} after {r.iterations} iterations, |theta| = {abs(r.theta):.4f} "
           f"(state evolution {r.se_q0:.4f}) in {wall:.2f} s wall, {cpu:.2f} s CPU (one torch thread)")
     return wall, cpu
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help says what it times
     for L in (2, 3):
         curve(L)
     amp()

@@ -1,7 +1,7 @@
 """What the multilevel cold start buys: a cold solve on a large rule, with and without starting from the
 default rule's fixed point (numerics/se/state_evolution.py, MULTILEVEL_NODES).
 
-    python benchmarks/bench_multilevel.py                    # sobol14:4 (the precise tier), two points
+    python benchmarks/bench_multilevel.py                    # sobol14:4 (the precise tier), three points
     python benchmarks/bench_multilevel.py --rule sobol12:4
 
 Prints, per point, the wall time and SE evaluations on the large rule of both paths, and the largest

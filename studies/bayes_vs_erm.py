@@ -3,8 +3,8 @@ against the Bayes-optimal estimator, with AMP at finite d (docs/bayes-optimal.md
 
 ERM: ``attnphase sweep`` of each branch (its default rule and error bars); Bayes-optimal: its informative branch
 with error bars and thresholds (numerics/se/bayes_curve.py); AMP: runs of ``simulate --algorithm amp`` at
-``--d`` over ``--seeds`` seeds per alpha, each run's |m| mapped through the Bayes-optimal test error's formula
-(eps_g at q0 = |m|: the error of the posterior-mean predictor built on an estimate of that overlap; the mean and
+``--d`` over ``--seeds`` seeds per alpha, each run's |theta| mapped through the Bayes-optimal test error's formula
+(eps_g at q0 = |theta|: the error of the posterior-mean predictor built on an estimate of that overlap; the mean and
 standard error over seeds).  Writes ``bayes_vs_erm_omega0.3.{png,csv}`` into ``--out``.
 
     python studies/bayes_vs_erm.py --out docs/data/bayes_vs_erm            # ~3 min on 2 cores
@@ -56,9 +56,9 @@ def amp_points(params: ModelParams, d: int, seeds: int) -> tuple[list[float], li
         eps = []
         for s in range(seeds):
             r = run_amp(AmpSpec(d=d, alpha=a, seed=s, params=params, device="cpu"))
-            x = min(abs(r.m), params.rho0)
+            x = min(abs(r.theta), params.rho0)
             eps.append(bayes_eps_g(model, params.omega, x))
-            runs.append({"alpha": a, "seed": s, "m": r.m, "q": r.q, "status": r.status, "se_q0": r.se_q0})
+            runs.append({"alpha": a, "seed": s, "theta": r.theta, "q": r.q, "status": r.status, "se_q0": r.se_q0})
         a_out.append(a)
         mean.append(float(np.mean(eps)))
         se.append(float(np.std(eps, ddof=1) / math.sqrt(len(eps))))
@@ -110,8 +110,9 @@ def main() -> None:
         (out / "amp_runs.json").write_text(json.dumps(runs, indent=1))
     plot_estimators_eps_g(erm, lin, bo, thresholds, out / f"bayes_vs_erm_omega{OMEGA:g}.png",
                           title=rf"$\omega$ = {OMEGA:g}, L = 2, default model: ERM against Bayes-optimal", amp=amp,
-                          amp_label=rf"AMP, $d$ = {args.d}: $\epsilon_g$ at its $|m|$ (mean $\pm$ s.e., {args.seeds} seeds)")
-    print(f"wrote {out}/bayes_vs_erm_omega{OMEGA:g}.png, .csv, amp_runs.json; eps_lin = {lin:.6g}")
+                          amp_label=rf"AMP, $d$ = {args.d}: $\epsilon_g$ at its $|\theta|$ (mean $\pm$ s.e., {args.seeds} seeds)")
+    wrote = ".png (from its .csv)" if args.replot else ".png, .csv, amp_runs.json"
+    print(f"wrote {out}/bayes_vs_erm_omega{OMEGA:g}{wrote}; eps_lin = {lin:.6g}")
 
 
 if __name__ == "__main__":

@@ -24,3 +24,21 @@ def test_estimators_figure_draws_erm_bo_amp_and_the_thresholds_on_one_axis(tmp_p
             "bayes_alpha_weak_recovery"} <= gids
     bo_line = next(li for li in ax.get_lines() if li.get_gid() == "bayes_optimal")
     assert list(bo_line.get_ydata()) == pytest.approx(bo[1])
+
+
+def test_the_studys_amp_points_and_the_benchmarks_amp_run_read_amps_overlap(monkeypatch, capsys) -> None:
+    """AMP's overlap is theta (Q.Q*/d): studies/bayes_vs_erm.py and benchmarks/bench_bayes.py still read ``r.m`` and
+    crashed after their ERM sweeps (the study) or their BO timings (the benchmark)."""
+    import bayes_vs_erm
+
+    from attnphase.theory.params import ModelParams
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_bayes
+
+    monkeypatch.setattr(bayes_vs_erm, "AMP_ALPHAS", (0.6,))
+    alphas, mean, se, runs = bayes_vs_erm.amp_points(ModelParams(omega=0.3), d=100, seeds=2)
+    assert alphas == [0.6] and len(runs) == 2 and all(0.0 <= abs(r["theta"]) <= 1.0 + 1e-6 for r in runs)
+    assert mean[0] >= 0.0 and se[0] >= 0.0
+    bench_bayes.amp(d=100, alpha=0.6)
+    assert "|theta| = " in capsys.readouterr().out
