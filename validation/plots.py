@@ -210,7 +210,7 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
                 transform=ax.transAxes, fontsize=8, ha="right", va="bottom",
                 bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
     ax.set(xlim=_edges(alphas)[[0, -1]], ylim=_edges(omegas)[[0, -1]], xlabel="alpha", ylabel="omega",
-           title=f"GD at d = {summary['plan']['d']}, {model_words(summary)}: red = positional lower, blue = semantic "
+           title=f"GD at d = {summary['plan']['d']}, {model_words(summary)}:\nred = positional lower, blue = semantic "
                  "lower")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
