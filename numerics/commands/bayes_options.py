@@ -40,8 +40,8 @@ YES_NO = ("stable", "perfect_recovery", "coincides")
 
 
 def json_rows(rows: list[dict]) -> list[dict]:
-    """``rows`` as JSON gives them: each :data:`YES_NO` entry true/false."""
-    return [{k: bool(v) if k in YES_NO else v for k, v in r.items()} for r in rows]
+    """``rows`` as JSON gives them: each :data:`YES_NO` entry true/false (null where unknown: a failed task's)."""
+    return [{k: bool(v) if k in YES_NO and v is not None else v for k, v in r.items()} for r in rows]
 
 
 def bayes_params(params) -> dict:

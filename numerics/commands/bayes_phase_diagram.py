@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from attnphase import options as opt
 from attnphase import outputs, work, workload
@@ -59,7 +60,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.execution.progress import TaskBar, failure_summary, task_counts
     from attnphase.numerics.commands.common import command_line, staged_job, task_store
     from attnphase.numerics.jobs.bayes_dataset import (BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES, bayes_diagram_csv,
                                                        bayes_diagram_dataset)
@@ -76,11 +77,15 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
         outs = run_tasks([bayes_diagram_task(params.replace(omega=w), alphas, version) for w in ordered],
                          executor=executor, store=task_store(out_dir), fresh=args.fresh, version=version, progress=bar)
     failures = failure_summary(outs)
-    if failures:
+    if not any(o.ok for o in outs):  # nothing to write: the tasks' errors are the answer
         raise RuntimeError(f"while computing the Bayes-optimal phase diagram: {failures}")
-    rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
-    curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
-    rule = outs[0].value[2]
+    # a failed omega is a row of no thresholds whose notes are its task's error, as the ERM diagram records it
+    rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} if o.ok
+            else failed_row(float(params.replace(omega=w).omega), o.reason) for w, o in zip(ordered, outs)]
+    curves = {float(params.replace(omega=w).omega): o.value[1]["points"] if o.ok else failed_points(alphas)
+              for w, o in zip(ordered, outs)}
+    tasks = {"status": [o.status if o.ok else "failed" for o in outs], "error": [o.error for o in outs]}
+    rule = next(o.value[2] for o in outs if o.ok)
     stem = "phase_diagram_bayes-optimal"  # beside an ERM diagram's files, never over them
     attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
                       rule=rule, command=command_line(), estimator="bayes-optimal",
@@ -89,7 +94,8 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
            "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
            "rule": rule, "rows": rows,
            "curves": {repr(float(w)): json_rows(c) for w, c in curves.items()},  # keys: omegas' entries, in full
-           "variables": bayes_described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
+           "variables": bayes_described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES),
+           "tasks": task_counts(outs) | {"failures": failures}}  # as the ERM diagram's JSON
     from attnphase.numerics.commands.bayes_optimal import bayes_rows_error_note
 
     exact = [f"err_{k}" for k in THRESHOLD_KEYS if any(r[f"err_{k}"] == 0.0 for r in rows)]
@@ -102,7 +108,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     job_model = bayes_params(params) | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
     with staged_job(out_dir, stem, job_model, args.json) as stage:
         outputs.write_text_atomic(stage / f"{stem}.csv", bayes_diagram_csv(rows))
-        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs | {"error_note": obj["error_note"]}),
+        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs | {"error_note": obj["error_note"]}, tasks),
                      stage / f"{stem}.nc")  # the JSON's error_note, in the dataset too (as the sweep's)
         outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
         plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
@@ -112,7 +118,24 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(obj | {"out": str(out_dir)})))
     bad = [p for c in curves.values() for p in c if not (math.isfinite(p["q"]) and math.isfinite(p["eps_g"]))]
-    return 1 if bad else 0
+    if failures:
+        print(f"attnphase: {failures} (their rows have no thresholds, their notes the error; a rerun computes them "
+              "again)", file=sys.stderr)
+    return 1 if bad or failures else 0
+
+
+def failed_row(omega: float, reason: str) -> dict:
+    """The row of an omega whose task failed: no threshold, each note the task's error."""
+    from attnphase.numerics.jobs.bayes_dataset import BAYES_DIAGRAM_COLUMNS
+
+    row = {c: None for c in BAYES_DIAGRAM_COLUMNS} | {"omega": omega, "estimator": "bayes-optimal"}
+    return row | {c: f"task failed: {reason}" for c in BAYES_DIAGRAM_COLUMNS if c.endswith("_note")}
+
+
+def failed_points(alphas) -> list[dict]:
+    """The curve of an omega whose task failed: no number at any alpha."""
+    return [{"alpha": float(a), "branch": "", "q": math.nan, "err_q": math.nan, "eps_g": math.nan,
+             "err_eps_g": math.nan, "perfect_recovery": None} for a in alphas]
 
 
 def _print_bayes_diagram(rows: list[dict], keys) -> None:

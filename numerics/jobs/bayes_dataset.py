@@ -52,9 +52,11 @@ def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
-                          curves: Mapping[float, Sequence[Mapping[str, Any]]], attrs: dict[str, Any]):
+                          curves: Mapping[float, Sequence[Mapping[str, Any]]], attrs: dict[str, Any],
+                          tasks: Mapping[str, Sequence[str]] | None = None):
     """The phase diagram's rows over omega (NaN where a threshold does not exist) and ``curves[omega]`` (one mapping of
-    :data:`BAYES_DIAGRAM_CURVES` per alpha of ``alphas``) over (omega, alpha)."""
+    :data:`BAYES_DIAGRAM_CURVES` per alpha of ``alphas``, None: NaN) over (omega, alpha); with ``tasks``, each omega's
+    task ``status`` and ``error`` (the ERM diagram's variables)."""
     import xarray as xr
 
     om = [float(r["omega"]) for r in rows]
@@ -65,7 +67,10 @@ def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[fl
         else:
             dv[c] = (("omega",), np.array([np.nan if r[c] is None else float(r[c]) for r in rows]))
     for c in BAYES_DIAGRAM_CURVES:
-        dv[c] = (("omega", "alpha"), np.array([[float(p[c]) for p in curves[w]] for w in om]))
+        dv[c] = (("omega", "alpha"), np.array([[np.nan if p[c] is None else float(p[c]) for p in curves[w]]
+                                               for w in om]))
+    for name, values in (tasks or {}).items():
+        dv[name] = (("omega",), np.array([str(v) for v in values], dtype=object))
     coords = {"omega": om, "alpha": [float(a) for a in alphas]}
     return rule_change_bars(annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup))
 

@@ -72,7 +72,8 @@ def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float
         err = np.array([float(p["err_eps_g"]) for p in curves[w]])
         bx.errorbar(alphas, eps, yerr=err, color=colour, marker=".", ms=4, lw=1, capsize=1.5,
                     label=rf"$\omega$ = {w:g}")
-        bx.axhline(float(r["eps_lin"]), color=colour, ls=":", lw=0.8)
+        if r["eps_lin"] is not None:  # None: the omega's task failed
+            bx.axhline(float(r["eps_lin"]), color=colour, ls=":", lw=0.8)
     bx.set_xlabel(r"$\alpha$")
     bx.set_ylabel(r"Bayes-optimal $\epsilon_g$ (dotted: $\epsilon_{lin}$)")
     bx.set_title(r"Bayes-optimal test error")

@@ -79,3 +79,39 @@ def test_bad_bayes_diagram_input_is_one_line_exit_2(tmp_path, capsys, argv, mess
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("attnphase: error:") and message in err[0]
     assert not out.exists()
+
+
+def test_a_failed_omega_is_recorded_and_the_others_written(tmp_path, capsys, monkeypatch):
+    """One failed omega ended the Bayes-optimal diagram with no files (RuntimeError) where the ERM diagram writes the
+    rest and records the failure: its row has no threshold, its notes and the dataset's ``status`` / ``error`` say
+    why, exit code 1; a rerun computes that omega alone."""
+    import xarray as xr
+
+    from attnphase.numerics.se import bayes_curve
+
+    real = bayes_curve.estimator_point
+
+    def flaky(model, omega, *args, **kwargs):
+        if abs(omega - 0.3) < 1e-12:
+            raise ArithmeticError("no omega 0.3 today")
+        return real(model, omega, *args, **kwargs)
+
+    monkeypatch.setattr(bayes_curve, "estimator_point", flaky)
+    out = tmp_path / "bo"
+    argv = ["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.1,0.3", "--alpha", "0.2:2.5:4", "--workers",
+            "1", "--out", str(out), "--json", "--quiet"]
+    assert main(argv) == 1
+    got = capsys.readouterr()
+    obj = json.loads(got.out)
+    bad = next(r for r in obj["rows"] if r["omega"] == 0.3)
+    assert bad["alpha_it"] is None and "ArithmeticError: no omega 0.3 today" in bad["alpha_it_note"]
+    assert next(r for r in obj["rows"] if r["omega"] == 0.1)["alpha_it"] == pytest.approx(0.5)
+    assert all(p["perfect_recovery"] is None for p in obj["curves"]["0.3"])
+    assert "1 of 2 tasks failed" in got.err
+    with xr.open_dataset(out / "phase_diagram_bayes-optimal.nc") as ds:
+        assert list(ds["status"].values) == ["done", "failed"] and "no omega 0.3 today" in str(ds["error"].values[1])
+    assert obj["tasks"]["failed"] == 1 and "no omega 0.3 today" in obj["tasks"]["failures"]
+    monkeypatch.undo()
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)["tasks"]
+    assert (again["computed"], again["stored"], again["failed"]) == (1, 1, 0)
