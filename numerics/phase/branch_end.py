@@ -76,7 +76,7 @@ def size_text(fp: FixedPoint, name: str, fmt: str = ".3g", label: str = "") -> s
     text = f"|{label or name}| = {overlap_size(fp, name):{fmt}}"
     if np.ndim(x) == 0:
         return text
-    return text + (f" (norm of m_1..m_{np.size(x)})" if name == "m" else " (Frobenius norm)")
+    return text + (f" (norm of m_1..m_{np.size(x)})" if np.ndim(x) == 1 else " (Frobenius norm)")
 
 
 def on_branch(fp: FixedPoint, branch: str) -> bool:

@@ -198,3 +198,5 @@ def test_a_size_in_a_message_says_which_norm_it_is() -> None:
     assert size_text(fp, "th0", label="theta") == "|theta| = 0.25"
     fp2 = SimpleNamespace(overlaps=SimpleNamespace(th0=np.array([[0.3, 0.0], [0.0, 0.4]])))
     assert size_text(fp2, "th0", ".2g") == "|th0| = 0.5 (Frobenius norm)"
+    fp3 = SimpleNamespace(overlaps=SimpleNamespace(m=np.array([[0.3, 0.0], [0.0, 0.4]])))  # rank 2: L x r
+    assert size_text(fp3, "m", ".2g") == "|m| = 0.5 (Frobenius norm)"
