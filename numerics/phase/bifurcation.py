@@ -30,6 +30,12 @@ from attnphase.theory.params import ModelParams
 #: secant's own scale is 0.05): the secant's end on the solve rule is kept, with a note.
 MAX_MULTILEVEL_STEP = 0.05
 
+#: A converged secant's last eigenvalue (both, where they bracket the root) farther than this from 1 is no crossing:
+#: a step below the tolerance there came from a secant through a jump of the eigenvalue (a smooth one moves by ~1e-2
+#: at most within 1e-3 of its root).  At lam = 0.05, omega = 0.3 on sobol13:4 the zero student's mu goes from 0.70 at
+#: alpha 0.25 to 1487 at 0.35, and the secant through them stopped at 0.25 with mu = 0.70.
+MAX_ROOT_JUMP = 0.2
+
 #: A polished eigenvalue that differs from the full search's by more than this at the verified point means the
 #: polish missed a basin (a polish moves the eigenvalue by ~1e-12, one node switching basin by ~1e-6).
 VERIFY_TOL = 1e-9
@@ -182,6 +188,11 @@ def branch_bifurcation(
             if a2 <= 0:
                 return done(a2, False, "the secant left alpha > 0")
             if abs(a2 - a1) < tol or (f0 * f1 < 0 and abs(a1 - a0) < tol):
+                bracket = f0 * f1 < 0 and abs(a1 - a0) < tol
+                if max(abs(f1), abs(f0) if bracket else 0.0) > MAX_ROOT_JUMP:
+                    return done(a2, False, f"no crossing of 1: the secant stopped at alpha = {a1:.5g} with the "
+                                           f"eigenvalue {f1 + 1:.3g}, its last step through {f0 + 1:.3g} at "
+                                           f"{a0:.5g} (a jump of the eigenvalue)")
                 if end_rule is not None and not fine_note:
                     fine = multilevel(a2)
                     if isinstance(fine, Bifurcation):
