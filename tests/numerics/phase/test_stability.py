@@ -180,6 +180,30 @@ def test_the_secants_first_step_towards_alpha_zero_stays_above_it(monkeypatch) -
     assert bif.converged and bif.alpha == pytest.approx(0.2, abs=1e-3)
 
 
+def test_a_secant_through_a_jump_of_the_eigenvalue_is_no_crossing(monkeypatch) -> None:
+    """``phase-diagram --omega 0.3 --lam 0.05 --precision fast``: the zero student's mu goes from 0.70 at alpha = 0.25
+    to 1487 at 0.35; the secant through them took a step below its tolerance and "converged" at 0.25 with mu = 0.70,
+    a positional birth at 0.24997 +- 5e-6 where ``solve`` finds the agnostic point stable in m up to 0.36.  A secant
+    that stops with its eigenvalue far from 1 located nothing; a smooth crossing still converges."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import bifurcation
+
+    agnostic = SimpleNamespace(status=SimpleNamespace(converged=True), branch="agnostic", overlaps=None, memory=None)
+    monkeypatch.setattr(bifurcation, "solve", lambda *a, **kw: SimpleNamespace(**vars(agnostic), alpha=a[1]))
+    monkeypatch.setattr(bifurcation, "node_solves", lambda *a, **kw: SimpleNamespace(minima=None))
+    jump = (lambda p, alpha, ov, rule, cfg, solves: (0.23 + 1.9 * (alpha - 0.1) if alpha < 0.3 else 1487.0, 0))
+    monkeypatch.setattr(bifurcation, "DIRECTIONS", {"m": (jump, -1.0)})
+    bif = bifurcation.branch_bifurcation(ModelParams(omega=0.3, lam=0.05), 0.1, "m",
+                                         config=SolverConfig(error_bars=False))
+    assert not bif.converged and math.isnan(bif.alpha) and "no crossing of 1" in bif.message, bif
+    smooth = (lambda p, alpha, ov, rule, cfg, solves: (0.23 + 1.9 * (alpha - 0.1), 0))  # through 1 at 0.5053
+    monkeypatch.setattr(bifurcation, "DIRECTIONS", {"m": (smooth, -1.0)})
+    bif = bifurcation.branch_bifurcation(ModelParams(omega=0.3, lam=0.05), 0.1, "m",
+                                         config=SolverConfig(error_bars=False))
+    assert bif.converged and bif.alpha == pytest.approx(0.1 + 0.77 / 1.9, abs=1e-3)
+
+
 def test_a_secant_step_whose_warm_agnostic_solve_fails_is_solved_from_the_starts(monkeypatch) -> None:
     # --omega 0:0.45:46, omega = 0.19: the positional end's secant stopped with "no agnostic fixed point at alpha =
     # 1.7177" when the solve warm from the previous step did not converge; the cold start is tried too
