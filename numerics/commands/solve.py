@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
             if not reason and (low := floor_reason(fp, args.branch)):  # as the sweep counts such a row
                 reason = rec["reason"] = low
         rec["reason"] = rec.pop("reason")
-        return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
+        return print_record(_with_run(rec, cfg, args.json), reason, fp.status.converged, args.json,
+                            show=outputs.json_value, census=True)
     err = _point_error(fp, cfg, n_rules)
     if args.branch == "semantic":
         fp, err = _semantic_reproduced(fp, err, cfg, n_rules)
@@ -100,7 +101,18 @@ def run(args: argparse.Namespace) -> int:
     elif fp.status.converged and fp.branch == args.branch and not reason:
         # below the floor: not a point of the branch, however well the blocks reproduce it (as the sweep counts it)
         reason = rec["reason"] = floor_reason(fp, args.branch) or _finer_rule_reason(fp, args.branch, cfg)
-    return print_record(rec, reason, fp.status.converged, args.json, census=True, failed=failed)
+    return print_record(_with_run(rec, cfg, args.json), reason, fp.status.converged, args.json, census=True,
+                        failed=failed)
+
+
+def _with_run(rec: dict, cfg: Any, as_json: bool) -> dict:
+    """``rec`` and, in JSON, what made it -- ``solver`` (every setting, the rules with their seeds) and
+    ``code_version`` -- as the jobs' records carry them (a saved record says how to rerun it)."""
+    if not as_json:
+        return rec
+    from attnphase.numerics.jobs.tasks import numerics_version
+
+    return rec | {"solver": cfg.as_dict(), "code_version": numerics_version()}
 
 
 def floor_reason(fp: Any, branch: str) -> str:

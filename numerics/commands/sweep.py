@@ -278,7 +278,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         counts = {**task_counts(outs), "failures": failures}
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
         obj = outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),
-                                        "variables": described(columns)} | note)
+                                        "variables": described(columns), "code_version": version,
+                                        "command": command_line()} | note)
         outputs.write_text_atomic(stage / record, json.dumps(obj, indent=1) + "\n")
     for line in wrote:
         print(line, file=sys.stderr)
