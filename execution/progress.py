@@ -33,8 +33,9 @@ def store_notes(total: int, stored: int, corrupted: int, note: Any) -> None:
         print(f"attnphase: warning: {corrupted} corrupted or partial task file(s) removed from the store; "
               "computing them again", file=sys.stderr)
     if stored:
-        timing = "the job takes seconds, not the time said above" if stored == total else \
-            "the time said above counted them"
+        # an estimate is said above only where it is 10 s or more (attnphase.workload.announce_tasks)
+        timing = ("the job takes seconds; any time estimate above counted them" if stored == total else
+                  "any time estimate above counted them")
         note(f"{stored} of {total} tasks read back from the store ({timing}; --fresh recomputes them)")
 
 

@@ -175,11 +175,11 @@ def test_stored_tasks_are_said_against_the_time_announced_before_them(capsys) ->
 
     with TaskBar("toy") as bar:
         bar.start(total=2, stored=2, corrupted=0)
-    assert "2 of 2 tasks read back from the store (the job takes seconds, not the time said above" in \
+    assert "2 of 2 tasks read back from the store (the job takes seconds; any time estimate above counted them" in \
         capsys.readouterr().err
     with TaskBar("toy") as bar:
         bar.start(total=3, stored=1, corrupted=0)
-    assert "1 of 3 tasks read back from the store (the time said above counted them" in capsys.readouterr().err
+    assert "1 of 3 tasks read back from the store (any time estimate above counted them" in capsys.readouterr().err
 
 
 def test_a_failing_task_is_recorded_and_the_rest_completes(tmp_path, cluster_address) -> None:
