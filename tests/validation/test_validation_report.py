@@ -349,6 +349,7 @@ def test_the_verdict_at_infinite_d_shows_where_it_hangs_on_the_fits_form():
     assert not _other_form(v | {"other_distance_se": 3.0}).endswith("hangs on the form")
 
 
+@pytest.mark.heavy
 def test_theory_points_at_the_error_alphas_carry_the_rules_error_bars():
     from attnphase.validation.campaign import _theory_values
     from attnphase.validation.reference import theory_at_omega

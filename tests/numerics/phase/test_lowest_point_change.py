@@ -87,6 +87,7 @@ def test_an_alpha_l_above_the_alpha_c_located_here_stands():
     assert (out.alpha_c, out.alpha_l) == (0.3, 1.05) and not any(n.startswith("alpha_l") for n in out.notes)
 
 
+@pytest.mark.heavy
 def test_alpha_c_is_the_root_of_delta_e_t_where_the_semantic_point_starts_above():
     # the semantic point at 1 lifted above the agnostic one: the lowest point is agnostic at 0.2 and 1, semantic
     # at 2; the solves between (unshifted) give the semantic point below, so the root is pinned just above 1

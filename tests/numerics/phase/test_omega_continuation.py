@@ -41,6 +41,7 @@ def runs() -> dict:
     return {"chain": {b.omega: b for b in chain}, "independent": independent}
 
 
+@pytest.mark.heavy
 def test_continued_boundaries_equal_the_independent_ones(runs) -> None:
     for w in OMEGAS[1:]:
         cont, ind = runs["chain"][w], runs["independent"][w]
@@ -135,6 +136,7 @@ def test_how_many_chains_depends_on_the_omegas_alone(mode, omegas, chains) -> No
     assert chains_from_args(SimpleNamespace(continuation=mode), [float(x) for x in omegas]) == chains
 
 
+@pytest.mark.heavy
 def test_phase_diagram_continuation_is_a_stored_chain_a_rerun_reads_back(tmp_path, capsys, runs) -> None:
     # the rules of CFG (the library chain it is compared with): alpha_l not refined
     argv = ["phase-diagram", "--omega", "0.3,0.31", "--alpha", "0.6:2.2:5", "--quadrature", "sobol10",

@@ -263,6 +263,7 @@ def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
     assert _ok(semantic2, "semantic")
 
 
+@pytest.mark.heavy
 def test_sweep_stops_at_the_branch_end_when_asked() -> None:
     """past_end=False: no rows beyond the alpha where the semantic branch was found to end (the
     first alpha past it, where the continuation failed, included)."""
