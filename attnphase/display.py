@@ -35,7 +35,16 @@ def with_error(value: Any, err: Any) -> str:
     """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit (``0.45948 +-
     0.00044``), in fixed notation for |value| in [1e-4, 1e6) or 0 with a bar of at most MAX_DECIMALS decimals, else
     scientific (``0 +- 2.1e-21``); a bar of 0 prints ``+- 0``, a missing or non-finite one the value alone
-    (:func:`plain`)."""
+    (:func:`plain`).  A value that is not 0 but rounds to 0 at a bar larger than it keeps BAR_DIGITS significant
+    digits (``0.56 +- 440``, not ``0 +- 440``)."""
+    text = _rounded_to_bar(value, err)
+    val, sep, bar = text.partition(" +- ")
+    if sep and float(val) == 0.0 and float(value) != 0.0:
+        return f"{plain(float(value), BAR_DIGITS)} +- {bar}"
+    return text
+
+
+def _rounded_to_bar(value: Any, err: Any) -> str:
     if not (finite(value) and finite(err)):
         return plain(value)
     value, err = float(value), abs(float(err))

@@ -158,13 +158,13 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     from attnphase.numerics.jobs.bayes_dataset import bayes_described
 
     objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
-             "model": bayes_model_echo(params), "file": str(paths[w]), "rows": json_rows(rows)}
+             "model": bayes_model_echo(params), "file": paths[w].name, "rows": json_rows(rows)}
             for w, rows in rows_by_omega.items()]
     obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
                                           "omegas": list(omegas), "sweeps": objs}
     counts = {**task_counts(outs), "failures": failures}
     obj = outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
-                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
+                                                 "dataset": "sweep_bayes-optimal.nc",
                                                  "variables": bayes_described(BAYES_SWEEP_COLUMNS)})
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():
@@ -179,7 +179,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
           "rows; the dataset)", file=sys.stderr)
     print(f"attnphase: note: {bars_note}", file=sys.stderr)
     if args.json:
-        print(json.dumps(obj))
+        print(json.dumps(obj | {"out": str(out_dir)}))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     bad = [r for rows in rows_by_omega.values() for r in rows if not math.isfinite(r["q"])]

@@ -243,7 +243,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                       "follows the branch there", file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
-                "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
+                "model": model_echo(params), "solver": cfg.as_dict(), "file": path.name,
                 "end": {"alpha": res.end.alpha, "err": res.end.err, "exists": where, "kind": res.end.kind,
                         "method": res.end.method} if ends else None,
                 "birth": {"alpha": res.birth.alpha, "err": res.birth.err, "kind": res.birth.kind,
@@ -277,7 +277,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         failures = failure_summary(outs)
         counts = {**task_counts(outs), "failures": failures}
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        obj = outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),
+        obj = outputs.json_value(obj | {"tasks": counts, "dataset": dataset,
                                         "variables": described(columns), "code_version": version,
                                         "command": command_line()} | note)
         outputs.write_text_atomic(stage / record, json.dumps(obj, indent=1) + "\n")
@@ -295,7 +295,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
               + ", ".join(f"{fp.alpha:g}" + (f" at omega = {fp.params.omega:g}" if len(omegas) > 1 else "")
                           for fp in jump_rows), file=sys.stderr)
     if args.json:
-        print(json.dumps(obj))
+        print(json.dumps(obj | {"out": str(out_dir)}))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     if n_failed or failures:  # a point, or a task, failed

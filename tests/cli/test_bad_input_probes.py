@@ -681,6 +681,9 @@ def test_jump_scale_acceptance_needs_the_error_estimate():
     (0.28424, 1.0e-14, "2.84240000000000e-01 +- 1.0e-14"),
     (0.0, 3.3e-11, "0.000000000000 +- 0.000000000033"),  # 12 decimals: still fixed
     (0.5, float("nan"), "0.5"),
+    (0.56, 440.0, "0.56 +- 440"),  # a bar larger than the value: not "0 +- 440"
+    (-3.14159, 4400.0, "-3.1 +- 4400"),
+    (0.04, 0.12, "0.04 +- 0.12"),
     (None, 0.1, ""),
 ])
 def test_value_with_error_is_rounded_to_its_bar(value, err, text):

@@ -238,12 +238,13 @@ def test_sweep_json_is_one_object_and_the_table(tmp_path, capsys: pytest.Capture
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1
     rec = json.loads(lines[0])
-    assert rec["branch"] == "semantic" and rec["file"] == str(tmp_path / "sweep_semantic_omega0.3.csv")
+    assert rec["branch"] == "semantic" and rec["file"] == "sweep_semantic_omega0.3.csv"  # beside the record
+    assert rec["out"] == str(tmp_path) and rec["dataset"] == "sweep_semantic.nc"
     assert rec["end"] is None  # the semantic branch spans [1.8, 2.2]
     assert [r["alpha"] for r in rec["rows"]] == pytest.approx([1.8, 2.2])
     assert rec["solver"]["quadrature"] == "gh6" and rec["params"]["omega"] == 0.3
     # the same object beside the CSV, with the model a CSV row lacks (L, A, P, rho0)
-    assert json.loads((tmp_path / "sweep_semantic.json").read_text()) == rec
+    assert json.loads((tmp_path / "sweep_semantic.json").read_text()) | {"out": str(tmp_path)} == rec  # no `out`
     assert rec["model"]["A"] == [[0.6, 0.4], [0.4, 0.6]] and rec["model"]["rho0"] == 1.0
 
 
@@ -252,7 +253,8 @@ def test_bayes_optimal_sweep_writes_its_json_object(tmp_path, capsys: pytest.Cap
             "--quiet", "--json", "--workers", "1"]
     assert main(argv) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert json.loads((tmp_path / "sweep_bayes-optimal.json").read_text()) == rec
+    assert json.loads((tmp_path / "sweep_bayes-optimal.json").read_text()) | {"out": str(tmp_path)} == rec
+    assert rec["file"] == "sweep_bayes-optimal_omega0.3.csv" and rec["dataset"] == "sweep_bayes-optimal.nc"
     assert rec["params"]["L"] == 3 and len(rec["rows"]) == 4 and "alpha_it" in rec
     # yes/no fields are true/false in JSON, 1/0 in the CSV (docs/reference/outputs.md)
     assert all(isinstance(r[k], bool) for r in rec["rows"] for k in ("stable", "perfect_recovery", "coincides"))
@@ -404,7 +406,7 @@ def test_sweep_over_several_omegas_is_one_task_per_omega(tmp_path, capsys: pytes
     assert rec["omegas"] == [0.2, 0.3] and [s["params"]["omega"] for s in rec["sweeps"]] == [0.2, 0.3]
     assert rec["tasks"]["computed"] == 2
     for w, s in zip((0.2, 0.3), rec["sweeps"]):
-        assert s["file"] == str(tmp_path / f"sweep_semantic_omega{w}.csv") and len(s["rows"]) == 2
+        assert s["file"] == f"sweep_semantic_omega{w}.csv" and len(s["rows"]) == 2
     ds = open_dataset(tmp_path / "sweep_semantic.nc")
     assert dict(ds.sizes) == {"omega": 2, "alpha": 2}
     assert float(ds.theta.sel(omega=0.3, alpha=2.2)) == rec["sweeps"][1]["rows"][1]["theta"]
