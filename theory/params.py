@@ -6,6 +6,7 @@ The defaults are the paper's (L = 2, sigma_l = 0.5, lambda = 0.01, rho0 = 1, r =
 
 from __future__ import annotations
 
+import math
 import dataclasses
 from dataclasses import dataclass
 from collections.abc import Sequence
@@ -60,11 +61,16 @@ def _as_matrix(value: Any, name: str, L: int) -> Matrix:
 
 
 def parse_matrix(text: str) -> Matrix:
-    """Parse ``"0.6,0.4;0.4,0.6"`` (rows separated by ';') into a matrix tuple."""
+    """Parse ``"0.6,0.4;0.4,0.6"`` (rows separated by ';') into a matrix tuple of finite numbers; TypeError for
+    what is no text, ValueError for text that is no such matrix."""
+    if not isinstance(text, str):
+        raise TypeError(f"a matrix is text such as '0.6,0.4;0.4,0.6', got {type(text).__name__} {text!r}")
     try:
         rows = [[float(x) for x in row.split(",")] for row in text.strip().split(";")]
     except ValueError as exc:
         raise ValueError(f"cannot parse matrix {text!r}: {exc}") from None
+    if not all(math.isfinite(x) for r in rows for x in r):
+        raise ValueError(f"matrix {text!r} has an entry that is not a finite number")
     if len({len(r) for r in rows}) != 1:
         raise ValueError(f"matrix {text!r} has rows of unequal length")
     return tuple(tuple(r) for r in rows)

@@ -62,6 +62,10 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     rec["error_note"] = bayes_error_note(p, model.rho0)
     print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
     rec.update(bayes_thresholds(model).as_dict())
+    if args.json:  # what made it, as solve's ERM record says (its rule in place of the ERM solver's settings)
+        from attnphase.numerics.jobs.tasks import numerics_version
+
+        rec |= {"rule": f"sign{rules.fine.order}", "code_version": numerics_version()}
     return print_record(rec, rec["reason"], found, args.json)
 
 
@@ -164,6 +168,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                                           "omegas": list(omegas), "sweeps": objs}
     counts = {**task_counts(outs), "failures": failures}
     obj = outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
+                                                 "rule": f"sign{rules.fine.order}", "code_version": version,
                                                  "dataset": "sweep_bayes-optimal.nc",
                                                  "variables": bayes_described(BAYES_SWEEP_COLUMNS)})
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:

@@ -92,7 +92,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
                       title="The Bayes-optimal thresholds of dot-product attention over omega")
     obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
            "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
-           "rule": rule, "rows": rows,
+           "rule": rule, "code_version": version, "rows": rows,
            "curves": {repr(float(w)): json_rows(c) for w, c in curves.items()},  # keys: omegas' entries, in full
            "variables": bayes_described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES),
            "tasks": task_counts(outs) | {"failures": failures}}  # as the ERM diagram's JSON

@@ -252,7 +252,10 @@ def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=la
     """Print a solve record (one JSON object, or :func:`attnphase.display.record_lines` with ``show``) and the warning
     or note its ``reason`` calls for (with ``census``, a failed solve's warning names the census that lists the
     fixed points at its alpha); the exit code: 0, 1 (not converged, or ``failed``: converged to another point where
-    the requested branch exists, solver failure) or EXIT_NO_BRANCH."""
+    the requested branch exists, solver failure) or EXIT_NO_BRANCH.  The record gains ``found``: whether it is a point
+    of the requested branch (exit code 0), one key for a script where ``branch`` alone does not say it (a point of
+    the requested label below its floor, or the rule's own)."""
+    rec = rec | {"found": bool(converged and not failed and not reason)}
     if as_json:
         print(json.dumps(outputs.json_value(rec)))
     else:

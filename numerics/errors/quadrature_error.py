@@ -16,6 +16,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
 from attnphase.numerics.errors.replicates import (QuadratureError, error_keys, no_errors,
                                                  replicate_configs, replicate_errors, replicate_points, spread)
+from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import FixedPoint
 
 #: Fewest rules an error estimate is made from (a spread needs two).
@@ -74,9 +75,13 @@ def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) ->
     ``config.variant(k)`` (module doc), for the keys of :func:`~attnphase.numerics.errors.replicates.error_keys` (at
     r >= 2 the invariants); NaN, none re-solved, for a point that did not converge (as :func:`point_errors`); None
     without a rule to re-solve on (also when ``config.error_bars`` is off).  ValueError for an ``n_rules`` that is no
-    integer >= 0."""
+    integer >= 0, and for a ``config`` whose rule is not the one ``fp`` was solved on (its bar would be that rule's:
+    ``fp.quadrature`` against :func:`~attnphase.numerics.se.se_map.model_rule`)."""
     if isinstance(n_rules, bool) or not isinstance(n_rules, (int, np.integer)) or n_rules < 0:
         raise ValueError(f"n_rules must be an integer >= 0, got {n_rules!r}")
+    if fp.quadrature and (named := model_rule(fp.params, config).name) != fp.quadrature:
+        raise ValueError(f"the point was solved on the rule {fp.quadrature}, the config names {named} "
+                         f"(quadrature={config.quadrature!r}): pass the config the point was solved with")
     configs, blocks = replicate_configs(config, n_rules)
     if not configs:
         return None

@@ -60,6 +60,24 @@ def projected_agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureR
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
 
 
+#: The tolerance of the agnostic solve behind :func:`nearby_agnostic_eigenvalue` (an eigenvalue compared with 1).
+NEARBY_AGNOSTIC_TOL = 1e-6
+
+
+def nearby_agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> float:
+    """The eigenvalue in ``branch``'s direction at the agnostic fixed point on ``rule`` reached from ``fp`` (a
+    converged point of ``branch``'s label) with its order parameters set to 0; NaN where that solve does not converge
+    or for any other point.  :func:`projected_agnostic_eigenvalue` takes the eigenvalue at the projection itself,
+    whose q and V can lie far from the agnostic point's: ``--A 0.5,0.5;0.5,0.5 --alpha 2 --precision fast``, a
+    positional point at q = 0.233, V = 78, its projection's mu 1.20, the agnostic point's (q = 0.275, V = 92) 0.54."""
+    if branch not in EIGENVALUE or not (fp.status.converged and fp.branch == branch):
+        return math.nan
+    start = on_branch_subspace(fp.overlaps, "agnostic")
+    ag = solve(fp.params, fp.alpha, "agnostic", init=start, rule=rule,
+               config=config.replace(e_t_quadrature=None, tol=max(config.tol, NEARBY_AGNOSTIC_TOL)))
+    return agnostic_eigenvalue(ag, branch, rule, config)
+
+
 def beside_agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> float:
     """:func:`projected_agnostic_eigenvalue` for a converged point of ``branch``'s label whose order parameter lies
     below the branch's floor (the rule's noise next to the agnostic point, docs/method.md section 5); NaN for any
@@ -110,7 +128,8 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
     """What a point on ``branch`` (positional or semantic, above its floor) next to an agnostic point stable in the
     branch's direction shows, as (absent, note).  There (:func:`projected_agnostic_eigenvalue` below 1 on ``rule``)
     no branch leaves the agnostic point: the point lies on a branch born at a fold, or the rule's jumps made it, a
-    fixed point of that rule alone (docs/method.md section 5).  Solved again at its alpha, warm from it, on
+    fixed point of that rule alone (docs/method.md section 5); where the projection's eigenvalue is not below 1,
+    the agnostic fixed point's is asked (:func:`nearby_agnostic_eigenvalue`).  Solved again at its alpha, warm from it, on
     ``config.end_quadrature`` (a finer rule, :func:`~attnphase.numerics.quadrature.rules.finer_rule`): the branch
     absent where that solve reaches the agnostic point or a point of the label below the floor (the point was the
     rule's); (False, note) where it does not converge (nothing shown); (False, "") where it stays on the branch, for
@@ -123,6 +142,8 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
         return False, ""
     eig = projected_agnostic_eigenvalue(fp, branch, rule, config)
     if not eig < 1.0:
+        eig = nearby_agnostic_eigenvalue(fp, branch, rule, config)
+    if not eig < 1.0:
         return False, ""
     symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
     ((key, floor),) = BRANCH_FLOORS[branch]
@@ -132,6 +153,14 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
              f"stable in {name} here ({symbol} = {eig:.3g} < 1: no {branch} branch leaves it), and on {finer}, a finer "
              "rule, the solve from that point")
     if not again.status.converged:
+        # from the branch's own start on the finer rule, as a solve on that rule begins: the agnostic point stable there
+        fine_cfg = config.replace(quadrature=finer, e_t_quadrature=None)
+        cold = solve(fp.params, fp.alpha, branch, config=fine_cfg)
+        absent, note = landing_note(cold, branch, model_rule(fp.params, fine_cfg), fine_cfg)
+        if absent:
+            return True, (f"absent: {point} does not converge (residual {again.status.residual:.1e}) and from the "
+                          f"branch's start reaches the agnostic point ({note.removeprefix('absent: ')}): the point was the rule's jumps, not "
+                          "the model's")
         return False, (f"{point} does not converge (residual {again.status.residual:.1e}): whether the point is the "
                        f"rule's or the model's is not shown")
     if again.branch == "agnostic" or below_floor(again, branch):

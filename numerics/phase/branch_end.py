@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from attnphase.numerics.capabilities import MATRIX_END_NOTE
-from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.config import SolverConfig, check_positive
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
 from attnphase.numerics.phase.bifurcation import branch_bifurcation
@@ -320,10 +320,17 @@ def trace_branch_end(
     (positional) geometric half-steps; the trace stops where alpha still jumps.  The end is the
     extreme alpha reached: a ``"fold"`` where that is an interior extremum of alpha(order parameter), else a
     ``"bifurcation"``; where the trace stopped on a jump at its extreme alpha (still moving towards the end), or made
-    no step at all, the end is not located: alpha NaN, kind :data:`STOPPED`, why in ``note``.
+    no step at all, the end is not located: alpha NaN, kind :data:`STOPPED`, why in ``note``.  ValueError for an
+    ``n_steps`` that is no integer >= 1, a ``min_ratio`` outside (0, 0.9) or a ``max_alpha_jump`` that is not > 0.
     """
     if branch not in ("semantic", "positional"):
         raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+        raise ValueError(f"n_steps must be an integer >= 1, got {n_steps!r}")
+    if not (isinstance(min_ratio, (int, float, np.floating)) and 0.0 < min_ratio < 0.9):
+        raise ValueError(f"min_ratio must lie in (0, 0.9) (the trace runs from 0.9 of the start's size down to it), "
+                         f"got {min_ratio!r}")
+    check_positive("max_alpha_jump", max_alpha_jump)
     cfg = config or SolverConfig()
     semantic = branch == "semantic"
     order = "th0" if semantic else "m"  # the order parameter, its size by overlap_size

@@ -307,6 +307,19 @@ def test_a_fast_tier_point_a_finer_rule_loses_is_the_branch_absent_exit_3(capsys
     assert rec["converged"] and rec["branch"] == "positional" and "exit code 3" in cap.err
     assert rec["reason"].startswith("no positional fixed point found at alpha = 2, omega = 0.3: absent: ")
     assert "on sobol10:4, a finer rule, the solve from that point reaches the agnostic point" in rec["reason"]
+    assert rec["found"] is False  # the label is the point's, the verdict the record's: one key for a script
+
+
+@pytest.mark.heavy  # about 5 s: a solve, the agnostic point's, two on the finer rule
+def test_a_fast_tier_point_whose_projection_hides_the_stable_agnostic_point_is_the_rules(capsys):
+    """A uniform A, alpha = 2: sobol8:4 converges to a positional point (m = 0.117 +- 0.014) whose projection on m = 0
+    (q 0.233, V 78) has mu = 1.20, while the agnostic fixed point beside it (q 0.275, V 92) has mu = 0.54: the check
+    asked the projection only and passed the point (exit 0); the default tier finds the branch absent (mu = 0.47)."""
+    assert main(["solve", "--alpha", "2", "--A", "0.5,0.5;0.5,0.5", "--branch", "positional", "--precision", "fast",
+                 "--json"]) == 3
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["found"] is False and rec["reason"].startswith("no positional fixed point found at alpha = 2")
+    assert "(mu = 0.542 < 1" in rec["reason"] and "reaches the agnostic point" in rec["reason"]
 
 
 @pytest.mark.heavy  # about 15 s: the sweep's two rows, their bars and the finer rule's solve

@@ -41,6 +41,12 @@ def test_simulate_amp_budget_exit_1(capsys):
                  "--device", "cpu"])
     cap = capsys.readouterr()
     assert code == 1 and json.loads(cap.out)["status"] == "budget" and "without converging" in cap.err
+    # below 1/L damping is no cure (docs/bayes-optimal.md), nor suggested where it was given: the hint says neither
+    assert "--damping" not in cap.err
+    for damping, alpha, hinted in (("0.5", "0.6", False), ("0", "0.6", True)):
+        code = main(["simulate", "--algorithm", "amp", "--d", "200", "--alpha", alpha, "--max-iter", "3",
+                     "--damping", damping, "--device", "cpu"])
+        assert code == 1 and ("(--damping 0.5)" in capsys.readouterr().err) is hinted
 
 
 @pytest.mark.parametrize("argv, word", [

@@ -89,3 +89,12 @@ def test_replace_with_a_new_token_covariance_takes_its_sigma() -> None:
     assert p.sigma == (1.0, 1.0)
     q = ModelParams(C=((4.0, 0.0), (0.0, 1.0))).replace(L=3, C=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)))
     assert q.sigma == (1.0, 1.0, 1.0)
+
+
+def test_parse_matrix_refuses_what_is_no_matrix_of_finite_numbers() -> None:
+    """parse_matrix(5) raised AttributeError ('int' has no 'strip') and parse_matrix("nan,1;1,nan") returned NaNs."""
+    with pytest.raises(TypeError, match="text"):
+        parse_matrix(5)  # type: ignore[arg-type]
+    for text in ("nan,1;1,nan", "inf,0;0,1"):
+        with pytest.raises(ValueError, match="finite"):
+            parse_matrix(text)

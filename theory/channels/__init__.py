@@ -1,6 +1,6 @@
 """Channels (losses) of the attention model, by name (docs/model.md section 2; docs/howto/add-a-loss.md).
 
-:func:`get_channel` turns a registry name (``ModelParams.loss``, ``--loss``) into its
+:func:`get_channel` turns a registry name (``ModelParams.loss``; the command line keeps the square loss) into its
 :class:`~attnphase.theory.channels.base.Channel`.  Importing this package imports neither sympy nor numpy's
 heavy dependents: a channel's module is imported when the channel is asked for.
 """

@@ -26,7 +26,7 @@ class Channel:
     (or rational function) in S, T and the sigma_k^2 that vanishes where S = T (where the proximal search starts).
     """
 
-    #: The registry name (``ModelParams.loss``, ``--loss``).
+    #: The registry name (``ModelParams.loss``; the command line keeps the square loss).
     name: ClassVar[str] = ""
 
     def loss_of(self, S: Any, T: Any, sigma2: Sequence[Any]) -> Any:

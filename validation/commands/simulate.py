@@ -141,10 +141,13 @@ def _run_amp(args: argparse.Namespace) -> int:
         why = {"diverged": f"a step left no posterior variance (1 / rho0 + Ahat <= 0) at the smallest step size, or "
                            f"a non-finite one, after {res.halvings} halvings: the iteration overshoots on this data set",
                "budget": f"--max-iter {res.iterations} reached"}.get(res.status, res.status)
+        # damping is no cure below 1/L, nor where it was given (docs/bayes-optimal.md, "The failures, and why")
+        damp = "a damped iteration (--damping 0.5), " if args.damping == 0.0 and spec.alpha > 1.0 / params.L else ""
         print(f"attnphase: warning: AMP stopped without converging ({res.status}: {why}; last change {res.change:.2e} "
-              f"after {res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false); a damped iteration "
-              "(--damping 0.5), a larger --max-iter or a larger --d may converge (docs/bayes-optimal.md, \"AMP at "
-              "finite d\")", file=sys.stderr)
+              f"after {res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false); {damp}a larger "
+              "--max-iter or a larger --d may converge; at this d the data set's AMP map may have no fixed point near "
+              "the state evolution's, the mean over seeds (--seed) approaching it as d grows (docs/bayes-optimal.md, \"AMP "
+              "at finite d\")", file=sys.stderr)
         return 1
     return 0
 

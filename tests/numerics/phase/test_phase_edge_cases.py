@@ -752,3 +752,14 @@ def test_a_trace_from_off_the_branch_or_through_the_rules_noise_says_so(monkeypa
     monkeypatch.setattr(be, "solve_at_order", solve_at_order(lambda th: 3.5 + 5 * th + (0.5 if 0.1 < th < 0.15 else 0)))
     noisy = be.trace_branch_end(ModelParams(), at(6.0, 0.5), "semantic", n_steps=6, min_ratio=0.1, max_alpha_jump=9)
     assert noisy.kind == "bifurcation" and noisy.alpha == clean.alpha and "not monotone" in noisy.note
+
+
+@pytest.mark.parametrize(("option", "value"), [("n_steps", 0), ("n_steps", -1), ("min_ratio", 1.0),
+                                               ("min_ratio", 0.0), ("max_alpha_jump", -1.0)])
+def test_a_branch_trace_refuses_settings_that_trace_nothing(option: str, value: float) -> None:
+    """trace_branch_end(min_ratio=1.0) returned an end at the start's alpha ('bifurcation'); n_steps=0 and
+    max_alpha_jump=-1 a 'trace stopped' blaming solves that never ran; n_steps=-1 numpy's own error."""
+    from attnphase.numerics.phase.branch_end import trace_branch_end
+
+    with pytest.raises(ValueError, match=option):
+        trace_branch_end(ModelParams(omega=0.3), None, "semantic", **{option: value})  # type: ignore[arg-type]
