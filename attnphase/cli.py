@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import re
 import sys
@@ -122,6 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # named by the command's parser: `see attnphase solve --help`, where the command's options are
         parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    from attnphase.theory.codegen import cache_dir_error
+
+    if problem := cache_dir_error():  # else every run would generate and compile its kernels again, silently
+        print(f"attnphase: error: {problem}", file=sys.stderr)
+        return 2
     from attnphase.interrupts import Terminated, handling_termination, recorded, stop_since, stopped
 
     mark = recorded()  # a signal after this, then an error: the error is what a library made of the stop
@@ -135,7 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         what = work.current()
         # a job that failed, or an error raised by the computation after every check passed: not bad input
         if isinstance(exc, outputs.JobFailed) or (what is not None and not getattr(exc, "input_error", False)):
-            print(work.failure_message(what or "writing the outputs", exc), file=sys.stderr)
+            message = work.failure_message(what or "writing the outputs", exc)
+            print(message, file=sys.stderr)
+            if getattr(args, "json", False):  # --json's one object, for a pipeline that reads stdout
+                print(json.dumps({"error": message.removeprefix("attnphase: "), "exit_code": 1}))
             return 1
         if not isinstance(exc, ValueError):
             raise

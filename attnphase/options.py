@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import os
 import re
 import sys
 from fractions import Fraction
@@ -46,6 +45,8 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
     ends included), or a comma list of those; ``positive``: every value > 0; ``distinct``: no value twice."""
     values: list[float] = []
     bad = ValueError(f"{option} must be {RANGE_SYNTAX}; e.g. 2, 0.5,1,2 or 0.5:2:16; got {text!r}")
+    if "_" in str(text):  # Python's float() reads 1_0 as 10: no number a user means
+        raise bad
     for item in str(text).strip().split(","):
         parts = [s.strip() for s in item.split(":")]
         try:
@@ -59,6 +60,9 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
             raise bad from None
         if num < 1:
             raise ValueError(f"{option}: NUM in START:STOP:NUM must be an integer >= 1, got {text!r}")
+        if num == 1 and start != stop:  # one value cannot hold both ends
+            raise ValueError(f"{option}: START:STOP:1 is one value, so START and STOP must be equal (both ends are "
+                             f"included); give {parts[0]} alone or NUM >= 2, got {text!r}")
         if num + len(values) > MAX_VALUES:
             raise ValueError(f"{option}: {num} values is more than any command takes (at most {MAX_VALUES}), got {text!r}")
         if num > 1 and not (math.isfinite(start) and math.isfinite(stop)):
@@ -288,9 +292,11 @@ def check_L(L: Any, command: str = "", estimator: str = "erm") -> None:
     """``--L`` within what ``command`` supports for ``estimator``; ValueError naming the option, L and the limit."""
     if not isinstance(L, int):
         return
+    from attnphase.numerics.config import max_L
+
     if estimator == "bayes-optimal" and command in BAYES_COMMANDS:
         limit, basis = MAX_BAYES_L
-        if L > limit and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
+        if L > max_L(limit):
             what = ("--algorithm amp is compared with the Bayes-optimal state evolution, which" if command == "simulate"
                     else "the Bayes-optimal estimator's state evolution")
             raise ValueError(f"--L {L}: {what} supports L <= {limit} ({basis}); set ATTNPHASE_MAX_L to try anyway")
@@ -301,7 +307,7 @@ def check_L(L: Any, command: str = "", estimator: str = "erm") -> None:
         check_L_supported(L, "--L")
         return
     limit, basis = MAX_L_OTHER.get(command, (10, "untested beyond"))
-    if L > limit and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
+    if L > max_L(limit):
         raise ValueError(f"--L {L}: {command} supports L <= {limit} ({basis}); set ATTNPHASE_MAX_L to try anyway")
 
 

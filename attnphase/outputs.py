@@ -153,6 +153,25 @@ class JobFailed(RuntimeError):
     it finished are kept in DIR/tasks."""
 
 
+def _kept_tasks(out: Path) -> str:
+    """What a failed job leaves for its rerun: the tasks finished in ``out/tasks`` (their files), said as they are."""
+    try:
+        n = sum(1 for p in (out / "tasks").rglob("*.task") if p.is_file())
+    except OSError:
+        n = 0
+    return (f"the {n} task{'' if n == 1 else 's'} it finished kept in its tasks/ folder (a rerun reads them back)"
+            if n else "and no task had finished")
+
+
+def _disk_full(folder: Path) -> str:
+    """" -- the file system is full ..." where the one holding ``folder`` has under a mebibyte free ("" elsewhere)."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f" -- the file system holding {shown_path(folder)} is full ({free} bytes free)" if free < 2 ** 20 else ""
+
+
 def _work_since(out: Path, stage: Path, since: float) -> bool:
     """Whether a job made a file since ``since``, in its staging folder or in a folder of ``out`` (a task)."""
     try:
@@ -231,9 +250,8 @@ def staged_output(out: Path, job: str | None = None, model: dict[str, Any] | Non
             shutil.rmtree(stage, ignore_errors=True)
         if worked:  # not bad input: the job failed on its way (exit code 1), its finished tasks are kept
             what = " ".join(str(exc).replace(str(stage), str(out)).split())
-            raise JobFailed(f"the job failed after its work began ({type(exc).__name__}: {what}); nothing was "
-                            f"written into {shown_path(out)}, the tasks it finished are kept in its tasks/ folder "
-                            f"(a rerun reads them back)") from exc
+            raise JobFailed(f"the job failed after its work began ({type(exc).__name__}: {what}){_disk_full(base)}; "
+                            f"nothing was written into {shown_path(out)}, {_kept_tasks(out)}") from exc
         raise
     created: list[Path] = []
     with deferred():

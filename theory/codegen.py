@@ -128,6 +128,22 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "attnphase"
 
 
+def cache_dir_error() -> str:
+    """Why ``$ATTNPHASE_CACHE_DIR`` cannot hold the cache ("" where it can, or where it is unset): the folder cannot
+    be made, or a file cannot be written in it (every run would generate and compile its kernels again)."""
+    env = os.environ.get("ATTNPHASE_CACHE_DIR")
+    if not env:
+        return ""
+    try:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=env, suffix=".probe"):
+            pass
+    except OSError as exc:
+        return (f"$ATTNPHASE_CACHE_DIR={env}: the kernel cache cannot be written there ({exc.strerror or exc}); give "
+                "a writable folder, or unset it for ~/.cache/attnphase")
+    return ""
+
+
 def fingerprint() -> str:
     """Package version plus a hash of the theory sources that generate code."""
     from attnphase import __version__
@@ -187,7 +203,8 @@ def cached_source(
         first_run_notice(f"generating the {what} for L = {L} with sympy, once "
                          f"({seconds.get(L, 'minutes')}; later runs read them from {cache_dir()})")
     source = render_module(key, build(), cse, scalar)
-    write_atomic(path, source)
+    if not write_atomic(path, source) and family in _GENERATION and not scalar:
+        first_run_notice(f"{cache_dir()} cannot be written: every run generates these kernels again")
     return source, path
 
 

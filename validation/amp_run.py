@@ -93,7 +93,9 @@ class AmpRunResult:
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # its fields are AMP_JSON_KEYS, in order
+        """The run's own numbers (its fields, :data:`AMP_JSON_KEYS` in order); the model is the :class:`AmpSpec`'s
+        (``spec.params.to_dict()``), which ``simulate --algorithm amp --json`` adds beside them."""
+        return asdict(self)
 
 
 def run_amp(spec: AmpSpec) -> AmpRunResult:

@@ -153,7 +153,9 @@ class SimResult:
         return float(np.sqrt(np.sum(np.square(self.m_norms))))
 
     def to_json(self) -> dict[str, Any]:
-        """The ``simulate --json`` object: :data:`JSON_KEYS`, and :data:`RANK_JSON_KEYS` at a rank above 1."""
+        """The run's own numbers as ``simulate --json`` gives them: :data:`JSON_KEYS`, and :data:`RANK_JSON_KEYS` at a
+        rank above 1.  The model is the :class:`SimSpec`'s (``spec.params.to_dict()``), which the command adds beside
+        them (sigma, lam, L, A, P, rho0, the rank, the loss) with its ``error_note``."""
         full = asdict(self)
         keys = JSON_KEYS + (RANK_JSON_KEYS if max(self.rank, self.teacher_rank) > 1 else ())
         return {k: full[_JSON_FIELD.get(k, k)] for k in keys}

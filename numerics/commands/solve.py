@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
             if not reason and (low := floor_reason(fp, args.branch)):  # as the sweep counts such a row
                 reason = rec["reason"] = low
+        else:  # the same keys as a converged record's, said why they are null
+            rec |= {"max_relative_error": None, "error_note": NOT_CONVERGED_NOTE}
         rec["reason"] = rec.pop("reason")
         return print_record(_with_run(rec, cfg, args.json), reason, fp.status.converged, args.json,
                             show=outputs.json_value, census=True)
@@ -89,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         rec, fp = _error_bars(rec, fp, err, cfg, n_rules, args)
         if not fp.status.converged:  # not confirmed by the rule's blocks
             rec, reason = solve_record(fp, args.branch)
+    if not fp.status.converged:  # the same keys as a converged record's, said why they are null
+        rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None, error_note=NOT_CONVERGED_NOTE)
     failed = False
     if (fp.status.converged and fp.branch == "agnostic" and args.branch in ("positional", "semantic")
             and not fp.status.message.startswith("absent:")):
@@ -103,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
         reason = rec["reason"] = floor_reason(fp, args.branch) or _finer_rule_reason(fp, args.branch, cfg)
     return print_record(_with_run(rec, cfg, args.json), reason, fp.status.converged, args.json, census=True,
                         failed=failed)
+
+
+#: The error note of a solve that did not converge (its numbers and bars null).
+NOT_CONVERGED_NOTE = "no error bars: the solve did not converge (its numbers are null; `reason` says why)"
 
 
 def _with_run(rec: dict, cfg: Any, as_json: bool) -> dict:

@@ -130,12 +130,15 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
         current = path.read_text()
     except OSError:
         current = None
-    if current != text and not write_atomic(path, text):
+    unwritable = current != text and not write_atomic(path, text)
+    if unwritable:  # the cache folder cannot be written: a private copy, compiled again by every run
         path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
         path.write_text(text)
     if what is not None and not _has_machine_code(path.parent, name):
         where = os.environ.get("NUMBA_CACHE_DIR") or path.parent
-        first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {where}")
+        first_run_notice(f"compiling {what} with numba (~5-10 s); " + (
+            f"{cache_dir()} cannot be written, so every run compiles it again" if unwritable
+            else f"once: later runs load it from {where}"))
     # numba's cache reloads the instance by its module name, so it stays in sys.modules
     return import_path(modname, path, text, binding)
 

@@ -8,7 +8,6 @@ orbit reduction.
 from __future__ import annotations
 
 import io
-import os
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -214,9 +213,10 @@ MAX_SE_L = 4
 
 def check_L_supported(L: int, name: str = "L") -> None:
     """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L (above
-    :data:`MAX_SE_L`, or ``$ATTNPHASE_MAX_L`` when it is set to an integer)."""
-    env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
-    top = int(env) if env.isdigit() else MAX_SE_L
+    :data:`MAX_SE_L`, or a larger ``$ATTNPHASE_MAX_L``: :func:`~attnphase.numerics.config.max_L`)."""
+    from attnphase.numerics.config import max_L
+
+    top = max_L(MAX_SE_L)
     if L > top:
         raise ValueError(f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} "
                          f"(measured: at L = 5 a solve with the default rule outgrew 23 GB of memory; the rules have "

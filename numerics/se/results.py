@@ -119,8 +119,9 @@ class FixedPoint:
     @property
     def record(self) -> dict[str, Any]:
         """The fixed point's own numbers: at r = r* = 1 q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d) (mapped back
-        to the tokens' variables for a whitened model), V = V0; otherwise the gauge invariants, the directions'
-        labels, the observables, the status and the overlaps (``overlaps`` as iterated, ``canonical_overlaps`` in
+        to the tokens' variables for a whitened model), V = V0; otherwise (after the same alpha, omega, sigma, lam
+        and the branch reached and requested) the gauge invariants, the directions' labels, the observables, the
+        status and the overlaps (``overlaps`` as iterated, ``canonical_overlaps`` in
         the canonical gauge).  What ``solve --json`` prints (docs/reference/outputs.md) is built from it: the
         command adds the model, the requested branch, ``err_*``
         (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`) and ``reason``, names the canonical
@@ -141,7 +142,8 @@ class FixedPoint:
         extra = dict(self.extra)
         e_t_direct = extra.pop("e_t_direct", math.nan)
         return {
-            "alpha": self.alpha, "branch": self.branch, "requested": self.requested,
+            "alpha": self.alpha, "omega": self.params.omega, "sigma": original(self.params).sigma_value,
+            "lam": self.params.lam, "branch": self.branch, "requested_branch": self.requested,
             "r": self.params.r, "r_star": self.overlaps.r_star, **self.invariants,
             "directions": direction_labels(self.overlaps),
             "eps_g": self.observables.eps_g, "e_t": self.observables.e_t, "e_t_direct": e_t_direct,

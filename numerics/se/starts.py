@@ -52,7 +52,8 @@ MATRIX_STARTS = ("embedded", "cold")
 def check_branch(branch: str, branches: tuple[str, ...] = MATRIX_BRANCHES) -> None:
     """ValueError unless ``branch`` is one of ``branches``."""
     if branch not in branches:
-        raise ValueError(f"branch must be one of {branches}, got {branch!r}")
+        mixed = " (the mixed branch needs rank r >= 2 or r* >= 2)" if branch == "mixed" else ""
+        raise ValueError(f"branch must be one of {branches}, got {branch!r}{mixed}")
 
 
 #: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).

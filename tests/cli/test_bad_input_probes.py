@@ -155,6 +155,33 @@ def test_refused_before_any_work(argv, needles, capsys, tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("env", "argv", "needles"), [
+    ("abc", ["solve", "--alpha", "2", "--L", "5"], ["$ATTNPHASE_MAX_L must be an integer", "'abc'"]),
+    ("0", ["solve", "--alpha", "2"], ["$ATTNPHASE_MAX_L must be an integer >= 1"]),
+    ("3", ["derive", "--L", "8"], ["--L 8", "L <= 7"]),  # it raises a limit, never lifts every one
+    ("3", ["sweep", "--alpha", "1", "--L", "5"], ["--L 5", "L <= 4"]),
+])
+def test_the_largest_L_variable_raises_limits_and_is_checked(env, argv, needles, capsys, tmp_path, monkeypatch):
+    """ATTNPHASE_MAX_L=3 lowered the state evolution's limit (L = 4 refused) and lifted derive's (L = 8 ran); a value
+    that is no integer was ignored, the message still asking to set it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNPHASE_MAX_L", env)
+    out = ["--out", str(tmp_path / "out")] if argv[0] == "sweep" else []
+    _one_line_error(capsys, argv + out, needles, tmp_path)
+
+
+def test_the_largest_L_variable_never_lowers_a_limit(monkeypatch):
+    from attnphase.options import check_L
+
+    monkeypatch.setenv("ATTNPHASE_MAX_L", "1")
+    check_L(4, "solve")  # the state evolution's own limit stands
+    check_L(5, "solve", "bayes-optimal")
+    monkeypatch.setenv("ATTNPHASE_MAX_L", "6")
+    check_L(6, "solve")
+    with pytest.raises(ValueError, match="L <= 6"):
+        check_L(7, "solve")
+
+
 def test_cuda_missing_is_one_line(capsys, tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -1140,3 +1167,11 @@ def test_solve_names_a_bad_init_or_rule():
         solve(p, 1.5, config=cfg, rule="sobol8:4")
     assert solve(p, 1.9, config=cfg, init=fp.overlaps).alpha == 1.9  # a fitting init runs
 
+
+
+def test_an_unwritable_cache_folder_is_refused_not_ignored(capsys, tmp_path, monkeypatch):
+    """ATTNPHASE_CACHE_DIR under a file: the run went on (exit 0) saying "later runs read them from" that folder, and
+    every run generated and compiled its kernels again."""
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path / "afile" / "cache"))
+    _one_line_error(capsys, ["solve", "--alpha", "2"], ["$ATTNPHASE_CACHE_DIR=", "cannot be written"], tmp_path)

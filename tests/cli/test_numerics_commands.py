@@ -209,6 +209,9 @@ def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: py
     assert main(["solve", "--alpha", "0.5", "--omega", "0", "--lam", "0", "--branch", "semantic", "--json"]) == 1
     rec = json.loads(capsys.readouterr().out)
     assert not rec["converged"] and "with lam = 0 nothing bounds the student's norm: q = " in rec["reason"]
+    # a converged record's keys, null, and why: a script reads one schema whatever the outcome
+    assert rec["err_q"] is None and rec["max_relative_error"] is None and "did not converge" in rec["error_note"]
+    assert rec["found"] is False
     q = float(rec["reason"].split("student's norm: q = ")[1].split()[0])
     assert q > RUNAWAY_Q
 

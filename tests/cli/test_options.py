@@ -307,7 +307,7 @@ def test_parse_values_number_list_and_inclusive_linspace() -> None:
     assert opt.parse_values("0.1,1:2:3", "--alpha") == [0.1, 1.0, 1.5, 2.0]
 
 
-@pytest.mark.parametrize("text", ["abc", "1:2", "1:2:3:4", "1:2:x", "", "1,,2", "1:2:2.5"])
+@pytest.mark.parametrize("text", ["abc", "1:2", "1:2:3:4", "1:2:x", "", "1,,2", "1:2:2.5", "1_0", "0.1:1_0:3"])
 def test_bad_range_text_is_one_line_naming_the_option(text: str) -> None:
     with pytest.raises(ValueError, match="^--alpha must be NUMBER, a,b,c or START:STOP:NUM"):
         opt.parse_values(text, "--alpha")
@@ -318,6 +318,9 @@ def test_range_values_must_be_finite_and_num_positive() -> None:
         opt.parse_values("1,nan", "--alpha")
     with pytest.raises(ValueError, match="NUM in START:STOP:NUM must be an integer >= 1"):
         opt.parse_values("1:2:0", "--alpha")
+    # 1:3:1 gave [1] (sweep's one row at alpha = 1) where the help promises both ends
+    with pytest.raises(ValueError, match="START:STOP:1 is one value, so START and STOP must be equal"):
+        opt.parse_values("1:3:1", "--alpha")
 
 
 @pytest.mark.parametrize("argv", [

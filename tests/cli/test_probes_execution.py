@@ -508,11 +508,18 @@ def test_failure_after_the_work_began_is_exit_1_not_bad_input(tmp_path):
             (stage / "cache.json").write_text("{}")
             os.utime(stage / "cache.json", (1e9, 1e9))
             raise ValueError("--scheduler tcp://127.0.0.1:9: cannot connect")
-    with pytest.raises(outputs.JobFailed, match="after its work began"):
+    with pytest.raises(outputs.JobFailed, match="after its work began") as failed:
         with outputs.staged_output(out) as stage:
             (stage / "figure.png").write_text("half")
             raise ValueError("could not convert string to float: '0.4,0.6'")
     assert os.listdir(tmp_path) == []
+    assert "no task had finished" in str(failed.value)  # it said the (none) finished tasks were kept
+    (out / "tasks").mkdir(parents=True)
+    (out / "tasks" / "ab.task").write_text("x")
+    with pytest.raises(outputs.JobFailed, match="the 1 task it finished kept in its tasks/ folder"):
+        with outputs.staged_output(out) as stage:
+            (stage / "figure.png").write_text("half")
+            raise ValueError("could not convert string to float: '0.4,0.6'")
 
 
 def test_sweep_that_fails_writing_its_outputs_says_so_in_one_line(tmp_path, capsys, monkeypatch):
@@ -528,6 +535,13 @@ def test_sweep_that_fails_writing_its_outputs_says_so_in_one_line(tmp_path, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "TypeError: a defect in writing the dataset" in err and "Traceback" not in err
     assert os.listdir(out) == ["tasks"] and len(os.listdir(out / "tasks")) == 1  # the finished task is kept
+    assert "the 1 task it finished kept" in err
+    # with --json, stdout holds one object still (it was empty): a pipeline reads the failure
+    assert main(["sweep", "--omega", "0.3", "--alpha", "2", "--quadrature", "gh6", "--workers", "1", "--quiet",
+                 "--out", str(out), "--json"]) == 1
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["exit_code"] == 1 and rec["error"].startswith("failed: while ") and "a defect in writing" in rec["error"]
 
 
 # --- finite d: the sample counts are the ones asked for, or said ---------------------------------------

@@ -252,7 +252,9 @@ def test_rank2_solve_matches_golden(name: str) -> None:
     fp = solve(with_ranks(ModelParams(omega=0.3), r, r_star), alpha, branch,
                     config=SolverConfig(quadrature=RANK2_RULE))
     rec = fp.record
-    assert (rec["branch"], rec["requested"], rec["converged"]) == (gold["branch"], gold["requested"], True), name
+    assert (rec["branch"], rec["requested_branch"], rec["converged"]) == (gold["branch"], gold["requested_branch"],
+                                                                          True), name
+    assert (rec["omega"], rec["sigma"], rec["lam"]) == (0.3, 0.5, 0.01), name  # the model, as at rank 1
     assert rec["directions"] == gold["directions"], name
     for k in RANK2_INVARIANTS:
         assert len(rec[k]) == len(gold[k]), (name, k)
