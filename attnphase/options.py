@@ -292,7 +292,7 @@ def check_L(L: Any, command: str = "", estimator: str = "erm") -> None:
     """``--L`` within what ``command`` supports for ``estimator``; ValueError naming the option, L and the limit."""
     if not isinstance(L, int):
         return
-    from attnphase.numerics.config import max_L
+    from attnphase.numerics.quadrature.rules import max_L
 
     if estimator == "bayes-optimal" and command in BAYES_COMMANDS:
         limit, basis = MAX_BAYES_L

@@ -238,18 +238,3 @@ def backend_override() -> str | None:
     if env not in BACKENDS:
         raise ValueError(f"${BACKEND_ENV} must be one of {BACKENDS}, got {env!r}")
     return env
-
-
-#: Environment variable that raises the largest L a command takes (README "Exit codes, limits and outputs").
-MAX_L_ENV = "ATTNPHASE_MAX_L"
-
-
-def max_L(limit: int) -> int:
-    """The largest L a command takes: ``limit``, or ``$ATTNPHASE_MAX_L`` where that is set to a larger integer (it
-    raises a limit, never lowers one); ValueError for a value that is no integer >= 1."""
-    env = os.environ.get(MAX_L_ENV, "").strip()
-    if not env:
-        return limit
-    if not env.isdigit() or int(env) < 1:
-        raise ValueError(f"${MAX_L_ENV} must be an integer >= 1 (the largest L to allow), got {env!r}")
-    return max(limit, int(env))

@@ -8,6 +8,7 @@ orbit reduction.
 from __future__ import annotations
 
 import io
+import os
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -207,15 +208,28 @@ def finer_rule(L: int, spec: str | None, than: str) -> str | None:
     return spec if spec is not None and rule_nodes(L, spec) > rule_nodes(L, than) else None
 
 
+#: Environment variable that raises the largest L a command takes (README "Exit codes, limits and outputs").
+MAX_L_ENV = "ATTNPHASE_MAX_L"
+
+
+def max_L(limit: int) -> int:
+    """The largest L a command takes: ``limit``, or ``$ATTNPHASE_MAX_L`` where that is set to a larger integer (it
+    raises a limit, never lowers one); ValueError for a value that is no integer >= 1."""
+    env = os.environ.get(MAX_L_ENV, "").strip()
+    if not env:
+        return limit
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"${MAX_L_ENV} must be an integer >= 1 (the largest L to allow), got {env!r}")
+    return max(limit, int(env))
+
+
 #: The largest L the state evolution supports (at L = 5 a solve outgrew 23 GB); ``$ATTNPHASE_MAX_L`` raises it.
 MAX_SE_L = 4
 
 
 def check_L_supported(L: int, name: str = "L") -> None:
     """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L (above
-    :data:`MAX_SE_L`, or a larger ``$ATTNPHASE_MAX_L``: :func:`~attnphase.numerics.config.max_L`)."""
-    from attnphase.numerics.config import max_L
-
+    :data:`MAX_SE_L`, or a larger ``$ATTNPHASE_MAX_L``: :func:`max_L`)."""
     top = max_L(MAX_SE_L)
     if L > top:
         raise ValueError(f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} "

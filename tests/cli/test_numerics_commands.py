@@ -31,7 +31,7 @@ def test_solve_json_is_exactly_one_object_with_the_record_keys(capsys: pytest.Ca
     rec = json.loads(lines[0])
     # gh6 is one rule: its error bars come from 4 independent rules (gh6, gh8, gh10, gh12)
     errs = {f"err_{k}" for k in ("q", "m", "V", "theta", "eps_g", "e_t")} | {"max_relative_error"}
-    assert isinstance(rec, dict) and set(rec) == KEYS | errs | {"error_note", "solver", "code_version"}
+    assert isinstance(rec, dict) and set(rec) == KEYS | errs | {"error_note", "solver", "code_version", "found"}
     # what made it, so that a saved record says how to rerun it (the rule with its seed; the code)
     assert rec["solver"]["quadrature"] == "gh6" and rec["code_version"].startswith("0.")
     assert rec["err_q"] > 0 and rec["err_theta"] > 0
