@@ -37,6 +37,8 @@ class Variable:
     long_name: str
     units: str | None = "1"
     comment: str = ""
+    #: A coded variable's (value, meaning) pairs: CF's flag_values and flag_meanings (:func:`annotate`).
+    flags: tuple[tuple[int, str], ...] = ()
 
     def attrs(self) -> dict[str, str]:
         pairs = (("long_name", self.long_name), ("units", self.units), ("comment", self.comment or None))
@@ -60,6 +62,11 @@ def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
         if (var := lookup(str(name))) is not None:
             attrs = {k: v for k, v in ds[name].attrs.items() if k not in ("description", "error")}
             ds[name].attrs = attrs | var.attrs()
+            if var.flags and ds[name].dtype.kind in "iuf":  # in the variable's own type, as CF asks
+                import numpy as np
+
+                ds[name].attrs |= {"flag_values": np.array([v for v, _ in var.flags], dtype=ds[name].dtype),
+                                   "flag_meanings": " ".join(m for _, m in var.flags)}
     links: dict[str, list[str]] = {}
     for name in map(str, ds.data_vars):
         of = error_name(name) or (name[:-6] if name.endswith("_found") else None)
@@ -174,7 +181,16 @@ def cf_problems(ds: Any) -> list[str]:
                 out.append(f"{name}: units {var.attrs.get('units')!r} differ from {of}'s")
             if name not in str(ds[of].attrs.get("ancillary_variables", "")).split():
                 out.append(f"{of}: ancillary_variables does not list {name}")
+        if "flag_values" in var.attrs and len(str(var.attrs.get("flag_meanings", "")).split()) != len(
+                var.attrs["flag_values"]):
+            out.append(f"{name}: flag_meanings does not name each of flag_values")
+        if name in CODED and not text and "flag_values" not in var.attrs:
+            out.append(f"{name}: a coded variable without flag_values / flag_meanings")
     return out
+
+
+#: The variables that hold codes (yes/no as 0/1, or -1 for no solve): CF asks flag_values and flag_meanings.
+CODED = ("converged", "on_branch", "stable", "perfect_recovery")
 
 
 def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:

@@ -307,9 +307,11 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
                 for k, p in enumerate(points)]
     reached = {name: k + 1 for k, e in enumerate(res.entries) for name in e.starts}
     failed = {name: (rsd, msg) for name, rsd, msg in res.search.failures}
+    dropped = dict(res.search.dropped)  # a start whose point the polish lost says so
     starts = [{"start": s.name, "requested_branch": s.branch, "kind": s.kind, "converged": s.name not in failed,
                "fixed_point": reached.get(s.name, ""), "residual": failed[s.name][0] if s.name in failed else "",
-               "message": failed[s.name][1] if s.name in failed else ""} for s in res.search.starts]
+               "message": failed[s.name][1] if s.name in failed else dropped.get(s.name, "")}
+              for s in res.search.starts]
     with outputs.staged_output(out_dir, job="census", model=params.to_dict() | {"alpha": res.alpha}) as stage:
         outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(obj), indent=1))
         outputs.write_text_atomic(stage / "census.csv", csv_text(rows, cols))
@@ -318,6 +320,7 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
                           rule=obj["solver"].get("quadrature", ""), command=command_line(), alpha=res.alpha,
                           independent_rules=obj["independent_rules"], error_bars=obj["error_bars"],
                           search_quadrature=obj["search_quadrature"],
+                          **({"error_note": obj["error_note"]} if obj.get("error_note") else {}),  # the JSON's, too
                           title=f"Fixed points of the state evolution at alpha = {res.alpha:g}, omega = {params.omega:g}")
         write_netcdf(census_dataset(rows, cols, starts, START_COLUMNS, attrs), stage / "census.nc")
 

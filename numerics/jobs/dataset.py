@@ -140,7 +140,8 @@ def _bracket_lookup(name: str) -> Variable | None:
 def _curve_lookup(name: str) -> Variable | None:
     """As :func:`_lookup`; the dimension ``branch`` is the branch each curve follows."""
     if name == "converged":  # three values on the alpha grid (NOT_SOLVED)
-        return Variable("converged", "1 where the solve converged, 0 where it did not, -1 where no solve was made", "1")
+        return Variable("converged", "1 where the solve converged, 0 where it did not, -1 where no solve was made", "1",
+                        flags=((NOT_SOLVED, "not_solved"), (0, "not_converged"), (1, "converged")))
     return Variable("branch", "branch followed by continuation in alpha", None) if name == "branch" else _lookup(name)
 
 

@@ -12,8 +12,14 @@ from attnphase.execution.dataset import Variable, error_name, standard_error, ta
 from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS
 
 
-def _v(name: str, long_name: str, units: str | None = "1", comment: str = "") -> tuple[str, Variable]:
-    return name, Variable(name, long_name, units, comment)
+def _v(name: str, long_name: str, units: str | None = "1", comment: str = "",
+       flags: tuple[tuple[int, str], ...] = ()) -> tuple[str, Variable]:
+    return name, Variable(name, long_name, units, comment, flags)
+
+
+#: The flags of a yes/no variable stored as 0/1 (CF flag_meanings: one word each).
+def _yes_no(no: str, yes: str) -> tuple[tuple[int, str], ...]:
+    return (0, no), (1, yes)
 
 
 _BRANCH_END = ("where the branch's fixed point ceases to exist: bifurcation (its order parameter reaches 0), fold, "
@@ -36,9 +42,9 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("eps_g", "test error eps_g"),
     _v("e_t", "training loss per dimension e_t (-Phi)"),
     _v("eps_lin", "test error eps_lin of the linear baseline"),
-    _v("converged", "1 where the fixed point converged, else 0"),
+    _v("converged", "1 where the fixed point converged, else 0", flags=_yes_no("not_converged", "converged")),
     _v("on_branch", "1 where the fixed point reached lies on the branch (converged, with the branch's label and its "
-       "order parameter at or above the branch's floor), else 0"),
+       "order parameter at or above the branch's floor), else 0", flags=_yes_no("off_branch", "on_branch")),
     _v("iterations", "iterations of the fixed-point solver"),
     _v("residual", "residual of the fixed-point solver", comment="relative step of the state-evolution map"),
     _v("reason", "why the row is not a result on the requested branch (empty: it is)", None),
@@ -66,13 +72,15 @@ _TABLE: list[tuple[str, Variable]] = [
     # the Bayes-optimal estimator (docs/bayes-optimal.md)
     _v("estimator", "estimator: erm (global minimiser of the training loss) or bayes-optimal (posterior mean)", None),
     _v("free_entropy", "free entropy Phi of the Bayes-optimal fixed point (null at perfect recovery)"),
-    _v("perfect_recovery", "1 where the Bayes-optimal fixed point is q0 = rho0 (perfect recovery), else 0"),
+    _v("perfect_recovery", "1 where the Bayes-optimal fixed point is q0 = rho0 (perfect recovery), else 0",
+       flags=_yes_no("no_perfect_recovery", "perfect_recovery")),
     _v("coincides", "1 where the informative and uninformative Bayes-optimal branches are the same point, else 0"),
     _v("alpha_weak_recovery", "Bayes-optimal weak-recovery threshold alpha_WR (q0 = 0 loses stability)"),
     _v("alpha_it", "Bayes-optimal information-theoretic threshold alpha_IT (free-entropy crossing)"),
     _v("alpha_amp", "Bayes-optimal algorithmic threshold alpha_AMP (end of the uninformative branch)"),
     # the census (docs/method.md section 12)
-    _v("stable", "1 where the fixed point is stable under the state-evolution map"),
+    _v("stable", "1 where the fixed point is stable under the state-evolution map",
+       flags=_yes_no("unstable", "stable")),
     _v("leading_eigenvalue", "leading eigenvalue of the state-evolution Jacobian at the fixed point"),
     _v("starts", "how many starts reached the fixed point"),
     _v("rank_in_e_t", "rank of the fixed point by e_t (1: lowest)"),

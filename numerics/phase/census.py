@@ -95,13 +95,15 @@ class CensusEntry(Replicas):
 class SearchResult:
     """Steps 1-2: the distinct fixed points, each with the names of the starts that reached it; the starts; those
     that did not converge (start name, residual, solver message); the points found on the search rule that did
-    not converge on the solve rule (dropped, counted); the search's rule."""
+    not converge on the solve rule (dropped, counted; ``dropped``: the starts that had reached them, with why); the
+    search's rule."""
 
     points: tuple[tuple[FixedPoint, tuple[str, ...]], ...]
     starts: tuple[CensusStart, ...]
     failures: tuple[tuple[str, float, str], ...]
     polish_failures: int
     rule: str
+    dropped: tuple[tuple[str, str], ...] = ()
 
     @property
     def not_converged(self) -> int:
@@ -202,7 +204,7 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: l
         more = perturbed_starts(model, [fp for _, fp, _, _ in found])
         run(more)
         starts += more
-    lost = 0
+    lost, dropped = 0, []
     if polish:  # each point found solved again on the solve rule, and deduplicated again
         coarse, found = found, []
         for _, fp, names, others in coarse:
@@ -215,8 +217,11 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: l
                     break
             else:
                 lost += 1
+                why = (f"its {fp.branch} point on the search rule did not converge again on the solve rule "
+                       f"{config.quadrature} (residual {fine.status.residual:.1e}): dropped")
+                dropped += [(name, why) for name in names]
     return SearchResult(tuple((fp, names) for _, fp, names, _ in found), tuple(starts), tuple(failures), lost,
-                        search_cfg.quadrature)
+                        search_cfg.quadrature, tuple(dropped))
 
 
 def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = CENSUS_RULES,

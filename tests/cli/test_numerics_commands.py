@@ -792,3 +792,15 @@ def test_a_reproduced_point_below_the_positional_floor_is_not_the_branch(capsys)
     rec = json.loads(capsys.readouterr().out)
     assert abs(rec["m"]) < 0.02 and "below the branch's floor (|m| = " in rec["reason"]
     assert "(norm of m_1..m_2), floor 0.02)" in rec["reason"]
+
+
+@pytest.mark.heavy  # about 7 s: a fast-tier sweep of five points, its end and the end's four block re-solves
+def test_a_block_on_its_way_to_the_zero_student_leaves_the_end_bar(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lam = 0.05, omega = 0.3, fast tier: block 2's agnostic point at the semantic end (alpha 0.56) stopped at
+    q = 2.3e-12 on its way to Q = 0 (pooled q 2.5e-4), its eigenvalue 1916: the end printed 0.56 +- 450, the
+    dataset's err_end 447.  Such a block is another fixed point and leaves the bar, as one at Q = 0 does."""
+    # exit 1: the fast tier fails one solve where the branch exists (its reason column says so)
+    assert main(["sweep", "--lam", "0.05", "--alpha", "0.4:1.2:5", "--omega", "0.3", "--precision", "fast",
+                 "--out", str(tmp_path), "--quiet", "--json"]) == 1
+    end = json.loads(capsys.readouterr().out)["end"]
+    assert 0.5 < end["alpha"] < 0.62 and 0 < end["err"] < 0.2

@@ -88,6 +88,14 @@ def test_cf_problems_sees_what_cf_requires() -> None:
     filled = good.copy()
     filled["omega"].encoding["_FillValue"] = float("nan")  # as xarray writes a float coordinate by default
     assert any("_FillValue" in p for p in cf_problems(filled)) and cf_problems(good) == []
+    # a coded yes/no variable says its codes (converged, on_branch, stable had only a long_name)
+    coded = good.assign(converged=(("omega",), np.array([0, 1], dtype=np.int8), {"long_name": "1 converged",
+                                                                                  "units": "1"}))
+    assert any("converged: a coded variable without flag_values" in p for p in cf_problems(coded))
+    flagged = annotate(coded, table_lookup({"converged": Variable("converged", "1 converged",
+                                                                  flags=((0, "no"), (1, "yes")))}))
+    assert cf_problems(flagged) == [] and flagged["converged"].attrs["flag_meanings"] == "no yes"
+    assert flagged["converged"].attrs["flag_values"].dtype == np.int8
 
 
 def test_text_dimension_is_an_auxiliary_coordinate_in_the_file_and_an_index_again(tmp_path) -> None:

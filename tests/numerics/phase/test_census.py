@@ -97,6 +97,8 @@ def test_census_out_writes_a_cf_dataset_under_the_csvs_names(near_alpha_c: dict,
     assert ds.attrs["job"] == "census" and ds.attrs["alpha"] == near_alpha_c["alpha"]
     # what the err_ variables are, as the JSON says (the rule of one scrambling: two independent rules)
     assert ds.attrs["error_bars"] == near_alpha_c["error_bars"] == "spread over 2 independent rules"
+    # why a bar is exactly 0, as the JSON says it (the dataset had no error_note)
+    assert near_alpha_c.get("error_note") and ds.attrs["error_note"] == near_alpha_c["error_note"]
 
 
 def test_census_finds_the_positional_and_semantic_points_and_ranks_by_e_t(near_alpha_c: dict) -> None:
@@ -636,3 +638,18 @@ def test_a_point_a_finer_rule_undoes_is_merged_into_the_agnostic_point(monkeypat
     # no agnostic point listed to merge into, or rank 2 (the labels' own rules): kept
     assert len(census._finer_rule_merged([entry("positional")], SolverConfig())) == 1
     assert len(census._finer_rule_merged([entry("agnostic", 2), entry("positional", 2)], SolverConfig())) == 2
+
+
+@pytest.mark.heavy  # about 12 s: a fast-tier census whose positional point does not converge again when polished
+def test_a_start_whose_point_the_polish_dropped_says_so(tmp_path) -> None:
+    """census --alpha 1.2 --omega 0.3 --precision fast: the positional cold start's point did not converge again on
+    the solve rule (dropped, counted in polish_failures); its row in census_starts.csv said converged with an empty
+    fixed_point and message."""
+    from attnphase.cli import main
+
+    assert main(["census", "--alpha", "1.2", "--omega", "0.3", "--precision", "fast", "--out", str(tmp_path),
+                 "--quiet"]) == 0
+    starts = list(csv.DictReader((tmp_path / "census_starts.csv").open()))
+    dropped = [s for s in starts if s["converged"] == "1" and not s["fixed_point"]]
+    assert dropped and all(s["message"].endswith(": dropped") and "did not converge again on the solve rule"
+                           in s["message"] for s in dropped)
