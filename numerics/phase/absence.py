@@ -129,7 +129,8 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
     branch's direction shows, as (absent, note).  There (:func:`projected_agnostic_eigenvalue` below 1 on ``rule``)
     no branch leaves the agnostic point: the point lies on a branch born at a fold, or the rule's jumps made it, a
     fixed point of that rule alone (docs/method.md section 5); where the projection's eigenvalue is not below 1,
-    the agnostic fixed point's is asked (:func:`nearby_agnostic_eigenvalue`).  Solved again at its alpha, warm from it, on
+    the agnostic fixed point's is asked (:func:`nearby_agnostic_eigenvalue`).  Solved again at its alpha, warm from
+    it, on
     ``config.end_quadrature`` (a finer rule, :func:`~attnphase.numerics.quadrature.rules.finer_rule`): the branch
     absent where that solve reaches the agnostic point or a point of the label below the floor (the point was the
     rule's); (False, note) where it does not converge (nothing shown); (False, "") where it stays on the branch, for
@@ -147,20 +148,19 @@ def finer_rule_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: S
         return False, ""
     symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
     ((key, floor),) = BRANCH_FLOORS[branch]
-    again = solve(fp.params, fp.alpha, branch, init=fp.overlaps, config=config.replace(quadrature=finer,
-                                                                                        e_t_quadrature=None))
+    fine_cfg = config.replace(quadrature=finer, e_t_quadrature=None)
+    again = solve(fp.params, fp.alpha, branch, init=fp.overlaps, config=fine_cfg)
     point = (f"the solve converged to {size_text(fp, key, label=name)} next to the agnostic point, which is "
              f"stable in {name} here ({symbol} = {eig:.3g} < 1: no {branch} branch leaves it), and on {finer}, a finer "
              "rule, the solve from that point")
     if not again.status.converged:
         # from the branch's own start on the finer rule, as a solve on that rule begins: the agnostic point stable there
-        fine_cfg = config.replace(quadrature=finer, e_t_quadrature=None)
         cold = solve(fp.params, fp.alpha, branch, config=fine_cfg)
         absent, note = landing_note(cold, branch, model_rule(fp.params, fine_cfg), fine_cfg)
         if absent:
             return True, (f"absent: {point} does not converge (residual {again.status.residual:.1e}) and from the "
-                          f"branch's start reaches the agnostic point ({note.removeprefix('absent: ')}): the point was the rule's jumps, not "
-                          "the model's")
+                          f"branch's start reaches the agnostic point ({note.removeprefix('absent: ')}): the point "
+                          "was the rule's jumps, not the model's")
         return False, (f"{point} does not converge (residual {again.status.residual:.1e}): whether the point is the "
                        f"rule's or the model's is not shown")
     if again.branch == "agnostic" or below_floor(again, branch):
